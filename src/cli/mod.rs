@@ -1,0 +1,23 @@
+//! Argument parsing and dispatch. One file per subcommand.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Exit code for usage errors and bad input (manifest, file_contexts, YAML).
+pub const EXIT_BAD_INPUT: u8 = 2;
+
+#[derive(Parser)]
+#[command(name = "semanifest", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {}
+
+pub fn run() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {}
+}

@@ -1,0 +1,1 @@
+//! Diagnostics with source positions, shared by every parser in the crate.

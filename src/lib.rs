@@ -1,0 +1,9 @@
+//! semanifest: compile a declarative `/var` layout into SELinux policy and
+//! labels, relabel a tree fast, and check layouts, policy and workloads in CI.
+//!
+//! Data flows one way: `manifest` (YAML → validated [`model::Layout`]) →
+//! `policy` (CIL + file_contexts + `secilc`) → files on disk; and
+//! `fcontext` (file_contexts → matcher) → `relabel` (walker).
+//! See `ARCHITECTURE.md` for the map and each module's invariants.
+
+pub mod diag;
