@@ -7,3 +7,4 @@
 //! See `ARCHITECTURE.md` for the map and each module's invariants.
 
 pub mod diag;
+pub mod fcontext;
