@@ -65,11 +65,19 @@ pub fn secilc(files: &[(&str, &str)]) -> Result<CompiledPolicy, String> {
     let secilc = tool("secilc", "secilc");
     let dir = tempfile::tempdir().expect("temporary directory");
     let mut command = Command::new(secilc);
-    command
-        .current_dir(dir.path())
-        .args(["-M", "true", "-c", "33", "-o", "policy.33", "-f", "file_contexts"]);
+    command.current_dir(dir.path()).args([
+        "-M",
+        "true",
+        "-c",
+        "33",
+        "-o",
+        "policy.33",
+        "-f",
+        "file_contexts",
+    ]);
     for (name, text) in files {
-        std::fs::write(dir.path().join(name), text).expect("write CIL into the temporary directory");
+        std::fs::write(dir.path().join(name), text)
+            .expect("write CIL into the temporary directory");
         command.arg(name);
     }
     let output = output_of(&mut command);
@@ -86,10 +94,15 @@ pub fn secilc(files: &[(&str, &str)]) -> Result<CompiledPolicy, String> {
 
 /// The embedded base policy followed by `extra` files.
 pub fn base_with<'a>(extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
-    BASE_POLICY.iter().copied().chain(extra.iter().copied()).collect()
+    BASE_POLICY
+        .iter()
+        .copied()
+        .chain(extra.iter().copied())
+        .collect()
 }
 
 /// Compiles the base policy plus `extra`, failing the test on any error.
 pub fn compile_base_with(extra: &[(&str, &str)]) -> CompiledPolicy {
-    secilc(&base_with(extra)).unwrap_or_else(|errors| panic!("secilc rejected the policy:\n{errors}"))
+    secilc(&base_with(extra))
+        .unwrap_or_else(|errors| panic!("secilc rejected the policy:\n{errors}"))
 }
