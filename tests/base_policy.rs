@@ -47,10 +47,12 @@ fn sesearch(policy: &CompiledPolicy, args: &[&str]) -> String {
 }
 
 fn seinfo(policy: &std::path::Path, args: &[&str]) -> String {
+    // The policy goes first: options such as --constrain take an optional
+    // argument and would swallow a trailing path.
     run_ok(
         Command::new(tool("seinfo", "setools"))
-            .args(args)
-            .arg(policy),
+            .arg(policy)
+            .args(args),
     )
 }
 
