@@ -82,7 +82,7 @@ fn every_golden_compiles_with_secilc_and_file_contexts_agree() {
         let module = dir.path().join(format!("{}.cil", generated.module_name));
         fs::write(&base, policy::base_cil()).unwrap();
         fs::write(&module, &generated.module_cil).unwrap();
-        let output = common::secilc(dir.path(), &[&base, &module]);
+        let output = common::secilc_files(dir.path(), &[&base, &module]);
         assert!(output.status.success(), "{name}: secilc failed:\n{}", common::stderr(&output));
         let written = fs::read_to_string(dir.path().join("file_contexts")).unwrap();
         assert_eq!(written, generated.file_contexts, "{name}: secilc wrote a different file_contexts");

@@ -91,7 +91,7 @@ fn compile_with_secilc(module_cil: &str) -> Result<(), String> {
     let module = dir.path().join("prop.cil");
     fs::write(&base, policy::base_cil()).unwrap();
     fs::write(&module, module_cil).unwrap();
-    let output = common::secilc(dir.path(), &[&base, &module]);
+    let output = common::secilc_files(dir.path(), &[&base, &module]);
     if output.status.success() { Ok(()) } else { Err(common::stderr(&output)) }
 }
 

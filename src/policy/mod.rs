@@ -279,3 +279,15 @@ fn parse_filecon(line: &str) -> Option<FileCon> {
     };
     Some(FileCon { regex: regex.to_owned(), file_type, context })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_base_filecon_is_read() {
+        let statements = base::BASE_POLICY.iter().map(|(_, t)| t.matches("\n(filecon ").count()).sum::<usize>();
+        assert!(statements > 0);
+        assert_eq!(base_filecons().len(), statements, "a base filecon is not in the one-line literal form");
+    }
+}
