@@ -110,7 +110,7 @@ pub enum BuildError {
     MissingInclude { path: PathBuf },
     /// secilc refused the policy. `violations` are the protected paths whose
     /// neverallow failed, with where the manifest declared them.
-    #[error("secilc rejected the policy{}\n{output}", describe_violations(violations))]
+    #[error("secilc rejected the policy{}\n\nsecilc said:\n{output}", describe_violations(violations))]
     Rejected { violations: Vec<Violation>, output: String },
 }
 
@@ -121,16 +121,22 @@ pub struct Violation {
     pub type_name: String,
     /// `FILE:LINE:COL` of the `protected: true` that declared it.
     pub declared_at: String,
+    /// The rules that break it, as `FILE:LINE: (allow …)`.
+    pub offending: Vec<String>,
 }
 
 fn describe_violations(violations: &[Violation]) -> String {
     violations
         .iter()
         .map(|v| {
-            format!(
-                "\n{}: error[neverallow]: protected path `{}` ({}) would be accessible to a domain that was not granted it",
+            let mut text = format!(
+                "\n{}: error[neverallow]: protected path `{}` ({}) is reachable by a domain the layout did not grant",
                 v.declared_at, v.path, v.type_name
-            )
+            );
+            for rule in &v.offending {
+                text.push_str(&format!("\n  = granted by {rule}"));
+            }
+            text
         })
         .collect()
 }
@@ -190,13 +196,14 @@ pub fn build(parsed: &Parsed, options: &BuildOptions) -> Result<BuildOutput, Bui
         let _ = fs::remove_file(&fc_tmp);
         let violations = secilc::violated_protections(&outcome.output)
             .into_iter()
-            .filter_map(|type_name| {
-                let rule = parsed.layout.paths.iter().find(|r| r.protected && r.type_name == type_name)?;
+            .filter_map(|broken| {
+                let rule = parsed.layout.paths.iter().find(|r| r.protected && r.type_name == broken.type_name)?;
                 let pos = rule.protected_pos.unwrap_or(rule.pos);
                 Some(Violation {
                     path: rule.path.clone(),
-                    type_name,
+                    type_name: broken.type_name,
                     declared_at: format!("{}:{}:{}", parsed.source.name, pos.line, pos.column),
+                    offending: broken.offending,
                 })
             })
             .collect();

@@ -69,19 +69,38 @@ pub fn run(invocation: &Invocation<'_>) -> Result<Outcome, SecilcError> {
     Ok(Outcome { success: output.status.success(), output: text })
 }
 
-/// The protected types whose neverallow secilc reported as violated: every
-/// `(neverallow <type>_denied <type> …)` it quotes.
-pub fn violated_protections(output: &str) -> Vec<String> {
-    let mut types: Vec<String> = Vec::new();
-    for line in output.lines() {
-        let Some(rest) = line.trim_start().strip_prefix("(neverallow ") else { continue };
-        let mut fields = rest.split_whitespace();
-        let (Some(subject), Some(target)) = (fields.next(), fields.next()) else { continue };
-        if subject.strip_suffix("_denied") == Some(target) && !types.iter().any(|t| t == target) {
-            types.push(target.to_owned());
+/// One neverallow secilc reported as violated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokenNeverallow {
+    /// The protected type (`etcd_var_t` of `(neverallow etcd_var_t_denied etcd_var_t …)`).
+    pub type_name: String,
+    /// The offending rules as `FILE:LINE: (allow …)`.
+    pub offending: Vec<String>,
+}
+
+/// The protected types whose generated neverallow secilc reported as
+/// violated, with the rules that broke them. secilc 3.4 prints
+/// `neverallow check failed at …`, the neverallow, then for each culprit
+/// `allow at FILE:LINE` and the rule itself.
+pub fn violated_protections(output: &str) -> Vec<BrokenNeverallow> {
+    let mut broken: Vec<BrokenNeverallow> = Vec::new();
+    let mut lines = output.lines().map(str::trim).peekable();
+    while let Some(line) = lines.next() {
+        if let Some(rest) = line.strip_prefix("(neverallow ") {
+            let mut fields = rest.split_whitespace();
+            if let (Some(subject), Some(target)) = (fields.next(), fields.next()) {
+                if subject.strip_suffix("_denied") == Some(target) {
+                    broken.push(BrokenNeverallow { type_name: target.to_owned(), offending: Vec::new() });
+                }
+            }
+        } else if let Some(location) = line.strip_prefix("allow at ") {
+            let rule = lines.next_if(|next| next.starts_with('(')).unwrap_or_default();
+            if let Some(current) = broken.last_mut() {
+                current.offending.push(format!("{location}: {rule}"));
+            }
         }
     }
-    types
+    broken
 }
 
 #[cfg(test)]
@@ -90,8 +109,14 @@ mod tests {
 
     #[test]
     fn finds_violated_types_in_secilc_output() {
-        let output = "Neverallow check failed at line 12 of module.cil\n  (neverallow etcd_var_t_denied etcd_var_t semanifest_file_all)\n    <rule>\n      (allow container_t etcd_var_t (file (read)))\n";
-        assert_eq!(violated_protections(output), ["etcd_var_t"]);
+        let output = "neverallow check failed at out/m.cil:113\n  (neverallow etcd_var_t_denied etcd_var_t semanifest_file_all)\n    <root>\n    allow at leaky.cil:1\n      (allow container_t etcd_var_t (file (read open)))\n";
+        assert_eq!(
+            violated_protections(output),
+            [BrokenNeverallow {
+                type_name: "etcd_var_t".into(),
+                offending: vec!["leaky.cil:1: (allow container_t etcd_var_t (file (read open)))".into()]
+            }]
+        );
         assert!(violated_protections("(neverallow a b c)").is_empty());
     }
 }
