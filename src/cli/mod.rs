@@ -4,6 +4,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod lookup;
+
 /// Exit code for usage errors and bad input (manifest, file_contexts, YAML).
 pub const EXIT_BAD_INPUT: u8 = 2;
 
@@ -15,9 +17,13 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
-enum Command {}
+enum Command {
+    Lookup(lookup::LookupArgs),
+}
 
 pub fn run() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {}
+    match cli.command {
+        Command::Lookup(args) => lookup::main(args),
+    }
 }
