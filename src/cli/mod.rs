@@ -3,6 +3,7 @@
 
 mod build;
 mod layout;
+mod lookup;
 
 use std::process::ExitCode;
 
@@ -41,6 +42,7 @@ enum Command {
     Build(build::Args),
     #[command(subcommand)]
     Layout(layout::Command),
+    Lookup(lookup::LookupArgs),
 }
 
 pub fn run() -> ExitCode {
@@ -49,6 +51,7 @@ pub fn run() -> ExitCode {
     let result = match cli.command {
         Command::Build(args) => build::run(args),
         Command::Layout(command) => layout::run(command),
+        Command::Lookup(args) => return lookup::main(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),
@@ -97,4 +100,15 @@ pub fn load_layout(path: Option<&std::path::Path>) -> Result<semanifest::manifes
             Err(EXIT_BAD_INPUT)
         }
     }
+}
+
+/// The file_contexts a layout compiles to (base policy + module), loaded
+/// into the lookup engine without running secilc.
+pub fn layout_file_contexts(path: &std::path::Path) -> Result<semanifest::fcontext::FileContexts, u8> {
+    let parsed = load_layout(Some(path))?;
+    let text = semanifest::policy::file_contexts_text(&parsed.layout);
+    semanifest::fcontext::FileContexts::from_text(&parsed.source.name, text.as_bytes()).map_err(|error| {
+        eprintln!("semanifest: error: {error}");
+        EXIT_BAD_INPUT
+    })
 }
