@@ -6,5 +6,7 @@
 //! `fcontext` (file_contexts → matcher) → `relabel` (walker).
 //! See `ARCHITECTURE.md` for the map and each module's invariants.
 
+pub mod check;
 pub mod diag;
 pub mod fcontext;
+pub mod k8s;
