@@ -251,42 +251,42 @@ fn audit_volume(
         ));
     }
 
-    let inside: Vec<&LayoutPathRule> = rules
+    let exposed: Vec<&LayoutPathRule> = rules
         .protected
         .iter()
-        .filter(|p| p.path.contains(&path))
+        .filter(|p| p.path.contains(&path) || path.contains(&p.path))
         .collect();
-    let above: Vec<&LayoutPathRule> = rules
-        .protected
-        .iter()
-        .filter(|p| path.contains(&p.path) && !p.path.contains(&path))
-        .collect();
-    if !inside.is_empty() || !above.is_empty() {
-        let list = |rules: &[&LayoutPathRule]| {
-            rules
+    if !exposed.is_empty() {
+        let list = |relation: fn(&NormalPath, &NormalPath) -> bool| {
+            exposed
                 .iter()
-                .map(|r| r.path.as_str())
+                .filter(|p| relation(&p.path, &path))
+                .map(|p| p.path.as_str())
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        let message = match (inside.is_empty(), above.is_empty()) {
-            (false, true) if inside.iter().any(|p| p.path == path) => {
-                format!("`{path}` is protected path {}", list(&inside))
-            }
-            (false, true) => format!("`{path}` is inside protected path {}", list(&inside)),
-            (true, false) => format!("`{path}` exposes protected path(s) below it: {}", list(&above)),
-            _ => format!(
-                "`{path}` is inside protected path {} and exposes protected path(s) below it: {}",
-                list(&inside),
-                list(&above)
-            ),
-        };
-        let related = inside
+        let equal = list(|protected, path| protected == path);
+        let ancestors = list(|protected, path| protected != path && protected.contains(path));
+        let below = list(|protected, path| protected != path && path.contains(protected));
+        let mut parts = Vec::new();
+        if !equal.is_empty() {
+            parts.push(format!("is protected path {equal}"));
+        }
+        if !ancestors.is_empty() {
+            parts.push(format!("lies inside protected path(s) {ancestors}"));
+        }
+        if !below.is_empty() {
+            parts.push(format!("exposes protected path(s) below it: {below}"));
+        }
+        let related = exposed
             .iter()
-            .chain(&above)
             .filter_map(|p| declared(&p.declared_at, format!("protected path {} declared here", p.path)))
             .collect();
-        findings.push(report.finding(&RULE_PROTECTED, message, related));
+        findings.push(report.finding(
+            &RULE_PROTECTED,
+            format!("`{path}` {}", parts.join("; ")),
+            related,
+        ));
     }
 
     for mount in &volume.mounts {

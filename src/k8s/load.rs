@@ -7,7 +7,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde_saphyr::{Budget, DuplicateKeyPolicy, Spanned};
+use serde_saphyr::{Budget, DefaultMessageFormatter, DuplicateKeyPolicy, MessageFormatter, Spanned};
 
 use super::api::{self, is_list_kind, RawObject, Spec, WorkloadKind};
 use super::model::{
@@ -147,7 +147,20 @@ fn yaml_error(source: &SourceFile, error: &serde_saphyr::Error) -> LoadError {
         length: None,
         ..position
     });
-    let message = error.without_snippet().to_string();
+    // The position is reported separately; take the bare message, with
+    // control characters (from the input) made visible.
+    let message: String = DefaultMessageFormatter
+        .format_message(error.without_snippet())
+        .chars()
+        .flat_map(|c| {
+            let escaped: Vec<char> = if c.is_control() {
+                c.escape_default().collect()
+            } else {
+                vec![c]
+            };
+            escaped
+        })
+        .collect();
     match template_line(&source.text) {
         Some(template_line) => LoadError::Templated {
             location,
