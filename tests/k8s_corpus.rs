@@ -108,7 +108,10 @@ fn actual(findings: &[Finding], file: &str) -> Vec<(u32, u32, String)> {
     let mut actual: Vec<_> = findings
         .iter()
         .map(|f| {
-            let location = f.location.as_ref().expect("every k8s finding has a location");
+            let location = f
+                .location
+                .as_ref()
+                .expect("every k8s finding has a location");
             assert_eq!(location.file, file, "{f:?}");
             (location.line, location.column, f.rule.id.to_owned())
         })
@@ -161,7 +164,10 @@ fn annotations_are_not_vacuous() {
     let manifests = k8s::parse_str("node-exporter.yaml", &text).unwrap();
     let findings = k8s::audit(&manifests, &permissive);
     assert_ne!(actual(&findings, "node-exporter.yaml"), annotations(&text));
-    assert!(findings.iter().all(|f| f.severity == Severity::Note), "{findings:#?}");
+    assert!(
+        findings.iter().all(|f| f.severity == Severity::Note),
+        "{findings:#?}"
+    );
 }
 
 /// A few positions spelled out, so a shared bug in the annotation reader and
@@ -170,14 +176,44 @@ fn annotations_are_not_vacuous() {
 fn exact_positions() {
     let cases: [(&str, u32, u32, Option<u32>, &str); 6] = [
         // node-exporter: `path: /` at line 95, value in column 19.
-        ("node-exporter.yaml", 95, 19, Some(20), "k8s-hostpath-protected"),
+        (
+            "node-exporter.yaml",
+            95,
+            19,
+            Some(20),
+            "k8s-hostpath-protected",
+        ),
         ("node-exporter.yaml", 6, 7, Some(21), "k8s-skipped-object"),
-        ("etcd-backup.yaml", 43, 23, Some(43), "k8s-hostpath-protected"),
+        (
+            "etcd-backup.yaml",
+            43,
+            23,
+            Some(43),
+            "k8s-hostpath-protected",
+        ),
         // A quoted scalar: the region covers the quotes.
-        ("invalid-paths.yaml", 26, 15, Some(39), "k8s-hostpath-invalid"),
+        (
+            "invalid-paths.yaml",
+            26,
+            15,
+            Some(39),
+            "k8s-hostpath-invalid",
+        ),
         // An alias: the position of the alias, where the volume uses it.
-        ("template-kinds.yaml", 37, 19, Some(28), "k8s-hostpath-protected"),
-        ("kubectl-list.yaml", 46, 19, Some(39), "k8s-hostpath-protected"),
+        (
+            "template-kinds.yaml",
+            37,
+            19,
+            Some(28),
+            "k8s-hostpath-protected",
+        ),
+        (
+            "kubectl-list.yaml",
+            46,
+            19,
+            Some(39),
+            "k8s-hostpath-protected",
+        ),
     ];
     for (file, line, column, end_column, rule) in cases {
         let (_, findings) = audit_file(&Path::new(CORPUS).join(file));
@@ -185,13 +221,18 @@ fn exact_positions() {
             .iter()
             .find(|f| {
                 f.rule.id == rule
-                    && f.location.as_ref().is_some_and(|l| l.line == line && l.column == column)
+                    && f.location
+                        .as_ref()
+                        .is_some_and(|l| l.line == line && l.column == column)
             })
             .unwrap_or_else(|| panic!("{file}:{line}:{column} {rule} missing: {findings:#?}"));
         let location = found.location.as_ref().unwrap();
         assert_eq!(location.end_column, end_column, "{file}:{line}:{column}");
         let snippet = found.snippet.as_deref().expect("snippet");
-        assert!(snippet.contains("path:") || snippet.contains("kind:"), "{snippet}");
+        assert!(
+            snippet.contains("path:") || snippet.contains("kind:"),
+            "{snippet}"
+        );
     }
 }
 
@@ -205,12 +246,21 @@ fn extracted_facts() {
     assert_eq!(workload.kind.value, "DaemonSet");
     assert_eq!(workload.name.as_deref(), Some("csi-nfs-node"));
     assert_eq!(workload.namespace.as_deref(), Some("kube-system"));
-    let volumes: Vec<&str> = workload.host_path_volumes.iter().map(|v| v.name.as_str()).collect();
-    assert_eq!(volumes, ["socket-dir", "pods-mount-dir", "registration-dir"]);
+    let volumes: Vec<&str> = workload
+        .host_path_volumes
+        .iter()
+        .map(|v| v.name.as_str())
+        .collect();
+    assert_eq!(
+        volumes,
+        ["socket-dir", "pods-mount-dir", "registration-dir"]
+    );
     let pods = &workload.host_path_volumes[1];
     assert_eq!(pods.path.value, "/var/lib/kubelet/pods");
     assert_eq!(pods.path_type.as_ref().unwrap().value, "Directory");
-    let [mount] = &pods.mounts[..] else { panic!("{:#?}", pods.mounts) };
+    let [mount] = &pods.mounts[..] else {
+        panic!("{:#?}", pods.mounts)
+    };
     assert_eq!(mount.container, "nfs");
     assert_eq!(mount.container_kind, ContainerKind::Regular);
     assert_eq!(mount.mount_path.value, "/var/lib/kubelet/pods");
@@ -218,10 +268,20 @@ fn extracted_facts() {
     assert!(!mount.is_read_only());
     let privileged = mount.privileged.as_ref().unwrap();
     assert!(privileged.value);
-    assert_eq!((privileged.position.line, privileged.position.column), (54, 25));
+    assert_eq!(
+        (privileged.position.line, privileged.position.column),
+        (54, 25)
+    );
     let socket_dir = &workload.host_path_volumes[0];
-    let containers: Vec<&str> = socket_dir.mounts.iter().map(|m| m.container.as_str()).collect();
-    assert_eq!(containers, ["liveness-probe", "node-driver-registrar", "nfs"]);
+    let containers: Vec<&str> = socket_dir
+        .mounts
+        .iter()
+        .map(|m| m.container.as_str())
+        .collect();
+    assert_eq!(
+        containers,
+        ["liveness-probe", "node-driver-registrar", "nfs"]
+    );
 }
 
 #[test]
@@ -247,19 +307,30 @@ fn effective_selinux_type_follows_the_kubelet() {
             ("inherits-pod-type", ContainerKind::Regular, Some("spc_t")),
             // Its own seLinuxOptions (level only) replace the pod's whole.
             ("sets-level-only", ContainerKind::Regular, None),
-            ("log-reader", ContainerKind::Regular, Some("container_logreader_t")),
+            (
+                "log-reader",
+                ContainerKind::Regular,
+                Some("container_logreader_t")
+            ),
         ]
     );
     // The pod-level type is reported where the pod sets it.
     let inherited = volume.mounts[1].selinux_type.as_ref().unwrap();
-    assert_eq!((inherited.position.line, inherited.position.column), (19, 17));
+    assert_eq!(
+        (inherited.position.line, inherited.position.column),
+        (19, 17)
+    );
 }
 
 #[test]
 fn skipped_objects_and_lists() {
     let text = fs::read_to_string(Path::new(CORPUS).join("kubectl-list.yaml")).unwrap();
     let manifests = k8s::parse_str("l.yaml", &text).unwrap();
-    let kinds: Vec<&str> = manifests.workloads.iter().map(|w| w.kind.value.as_str()).collect();
+    let kinds: Vec<&str> = manifests
+        .workloads
+        .iter()
+        .map(|w| w.kind.value.as_str())
+        .collect();
     assert_eq!(kinds, ["Pod", "Deployment"]);
     let skipped: Vec<&str> = manifests
         .skipped
@@ -270,8 +341,20 @@ fn skipped_objects_and_lists() {
 
     let text = fs::read_to_string(Path::new(CORPUS).join("template-kinds.yaml")).unwrap();
     let manifests = k8s::parse_str("t.yaml", &text).unwrap();
-    let kinds: Vec<&str> = manifests.workloads.iter().map(|w| w.kind.value.as_str()).collect();
-    assert_eq!(kinds, ["PodTemplate", "ReplicationController", "ReplicaSet", "Deployment"]);
+    let kinds: Vec<&str> = manifests
+        .workloads
+        .iter()
+        .map(|w| w.kind.value.as_str())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "PodTemplate",
+            "ReplicationController",
+            "ReplicaSet",
+            "Deployment"
+        ]
+    );
     assert!(manifests.skipped.is_empty(), "{:#?}", manifests.skipped);
 
     // A document without kind is noted, with its position.
@@ -311,7 +394,10 @@ fn errors_name_file_line_and_column() {
             "{file}: {error}"
         );
         let message = error.to_string();
-        assert!(message.starts_with(&format!("{name}:{line}:{column}: ")), "{message}");
+        assert!(
+            message.starts_with(&format!("{name}:{line}:{column}: ")),
+            "{message}"
+        );
         if kind == "templated" {
             assert!(message.contains("helm template"), "{message}");
         }
@@ -342,9 +428,7 @@ fn load_paths_filters_and_reports_every_error() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     let pod = |p: &str| {
-        format!(
-            "kind: Pod\nspec:\n  volumes:\n    - name: v\n      hostPath:\n        path: {p}\n"
-        )
+        format!("kind: Pod\nspec:\n  volumes:\n    - name: v\n      hostPath:\n        path: {p}\n")
     };
     fs::create_dir_all(root.join("sub/deeper")).unwrap();
     fs::create_dir_all(root.join(".git")).unwrap();
@@ -373,19 +457,31 @@ fn load_paths_filters_and_reports_every_error() {
     assert_eq!(paths, ["/a", "/b", "/a", "/not-read"]);
     let messages: Vec<String> = error.errors.iter().map(ToString::to_string).collect();
     assert_eq!(messages.len(), 3, "{messages:#?}");
-    assert!(messages[0].starts_with(&format!("{}:", missing.display())), "{messages:#?}");
     assert!(
-        messages[1].starts_with(&format!("{}:2:7: invalid YAML", root.join("bad.yaml").display())),
+        messages[0].starts_with(&format!("{}:", missing.display())),
+        "{messages:#?}"
+    );
+    assert!(
+        messages[1].starts_with(&format!(
+            "{}:2:7: invalid YAML",
+            root.join("bad.yaml").display()
+        )),
         "{messages:#?}"
     );
     assert_eq!(
         messages[2],
-        format!("{}: not valid UTF-8 text", root.join("latin1.yaml").display())
+        format!(
+            "{}: not valid UTF-8 text",
+            root.join("latin1.yaml").display()
+        )
     );
 }
 
 fn corpus_findings() -> Vec<Finding> {
-    corpus_files().iter().flat_map(|f| audit_file(f).1).collect()
+    corpus_files()
+        .iter()
+        .flat_map(|f| audit_file(f).1)
+        .collect()
 }
 
 #[test]
@@ -405,7 +501,15 @@ fn rule_ids_are_unique_and_documented() {
     let docs = fs::read_to_string("docs/check-json.md").expect("docs/check-json.md");
     let mut seen = BTreeMap::new();
     for rule in k8s::RULES.iter().chain([&&k8s::RULE_YAML]) {
-        assert!(seen.insert(rule.id, rule.name).is_none(), "duplicate {}", rule.id);
-        assert!(docs.contains(rule.id), "{} is not in docs/check-json.md", rule.id);
+        assert!(
+            seen.insert(rule.id, rule.name).is_none(),
+            "duplicate {}",
+            rule.id
+        );
+        assert!(
+            docs.contains(rule.id),
+            "{} is not in docs/check-json.md",
+            rule.id
+        );
     }
 }

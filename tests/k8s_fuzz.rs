@@ -57,7 +57,16 @@ enum Mutation {
 }
 
 const FRAGMENTS: [&str; 10] = [
-    "{{", "- ", ": ", "\n---\n", "&a ", "*a", "<<: *a\n", "\t", "\"", "!!binary ",
+    "{{",
+    "- ",
+    ": ",
+    "\n---\n",
+    "&a ",
+    "*a",
+    "<<: *a\n",
+    "\t",
+    "\"",
+    "!!binary ",
 ];
 
 fn mutation() -> impl Strategy<Value = Mutation> {
@@ -67,8 +76,10 @@ fn mutation() -> impl Strategy<Value = Mutation> {
         (any::<usize>(), -4i8..=4).prop_map(|(line, delta)| Mutation::Indent { line, delta }),
         any::<usize>().prop_map(|line| Mutation::DropLine { line }),
         any::<usize>().prop_map(|line| Mutation::DuplicateLine { line }),
-        (any::<usize>(), 0..FRAGMENTS.len())
-            .prop_map(|(at, i)| Mutation::Insert { at, text: FRAGMENTS[i] }),
+        (any::<usize>(), 0..FRAGMENTS.len()).prop_map(|(at, i)| Mutation::Insert {
+            at,
+            text: FRAGMENTS[i]
+        }),
     ]
 }
 
@@ -155,4 +166,31 @@ proptest! {
     fn arbitrary_text_never_panics(text in "\\PC{0,200}") {
         exercise(&text);
     }
+}
+
+/// Control: the mutations reach both outcomes (parsed and rejected), so
+/// the properties above exercise the audit and renderers as well as the
+/// error path.
+#[test]
+fn mutations_reach_both_outcomes() {
+    let (mut parsed, mut rejected) = (0, 0);
+    for text in corpus() {
+        for step in 0..20 {
+            let mutated = apply(
+                text,
+                &Mutation::Truncate {
+                    at: step * text.len() / 20,
+                },
+            );
+            match k8s::parse_str("fuzz.yaml", &mutated) {
+                Ok(_) => parsed += 1,
+                Err(_) => rejected += 1,
+            }
+            exercise(&mutated);
+        }
+    }
+    assert!(
+        parsed > 20 && rejected > 20,
+        "parsed {parsed}, rejected {rejected}"
+    );
 }

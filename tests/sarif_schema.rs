@@ -133,12 +133,17 @@ fn sarif_positions_and_uris_are_as_given() {
     );
     assert_eq!(first["region"]["startLine"], 78);
     assert_eq!(first["region"]["startColumn"], 19);
-    let odd = results.iter().find(|r| r["message"]["text"] == "odd name").unwrap();
+    let odd = results
+        .iter()
+        .find(|r| r["message"]["text"] == "odd name")
+        .unwrap();
     assert_eq!(
         odd["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
         "manifests%20dir/%C3%BC%231%3Ax.yaml"
     );
-    let rules = log["runs"][0]["tool"]["driver"]["rules"].as_array().unwrap();
+    let rules = log["runs"][0]["tool"]["driver"]["rules"]
+        .as_array()
+        .unwrap();
     for result in results {
         let index = result["ruleIndex"].as_u64().unwrap() as usize;
         assert_eq!(rules[index]["id"], result["ruleId"]);

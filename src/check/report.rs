@@ -245,9 +245,8 @@ fn human_group(finding: &Finding) -> Group<'static> {
                     .annotation(AnnotationKind::Primary.span(span)),
             )
         }
-        (Some(location), None) => title.element(
-            Level::NOTE.message(format!("at {}", escape_controls(&location.to_string()))),
-        ),
+        (Some(location), None) => title
+            .element(Level::NOTE.message(format!("at {}", escape_controls(&location.to_string())))),
         (None, _) => Group::with_title(title),
     };
     for related in &finding.related {
@@ -270,7 +269,11 @@ fn snippet_with_span(line: &str, location: &Location) -> (String, std::ops::Rang
         .filter(|&end| end > start_col)
         .unwrap_or(start_col + 1);
     let before: String = line.chars().take(start_col).collect();
-    let marked: String = line.chars().skip(start_col).take(end_col - start_col).collect();
+    let marked: String = line
+        .chars()
+        .skip(start_col)
+        .take(end_col - start_col)
+        .collect();
     let after: String = line.chars().skip(end_col).collect();
     let before = escape_controls(&before);
     let marked = escape_controls(&marked);
@@ -379,7 +382,10 @@ pub fn render_json(findings: &[Finding]) -> String {
                 message: &f.message,
                 why: f.why(),
                 location: f.location.as_ref().map(JsonLocation::from),
-                snippet: f.snippet.as_deref().map(|s| s.trim_end_matches(['\n', '\r'])),
+                snippet: f
+                    .snippet
+                    .as_deref()
+                    .map(|s| s.trim_end_matches(['\n', '\r'])),
                 related: f
                     .related
                     .iter()
@@ -699,19 +705,29 @@ mod tests {
             finding("b.yaml", 2, 11, Severity::Warning),
         ];
         let text = render_human(&findings, HumanOptions::default());
-        let b = text.find("b.yaml: 1 error, 1 warning, 0 notes").expect("b header");
-        let a = text.find("a.yaml: 0 errors, 1 warning, 0 notes").expect("a header");
+        let b = text
+            .find("b.yaml: 1 error, 1 warning, 0 notes")
+            .expect("b header");
+        let a = text
+            .find("a.yaml: 0 errors, 1 warning, 0 notes")
+            .expect("a header");
         assert!(b < a, "{text}");
         // Both b.yaml findings come before the a.yaml header.
         let second_b = text.find("b.yaml:2:11").expect("second b finding");
         assert!(second_b < a, "{text}");
         assert!(text.contains("Because tests need one."), "{text}");
-        assert!(text.ends_with("check: 1 error, 2 warnings, 0 notes\n"), "{text}");
+        assert!(
+            text.ends_with("check: 1 error, 2 warnings, 0 notes\n"),
+            "{text}"
+        );
     }
 
     #[test]
     fn human_puts_caret_under_the_value() {
-        let text = render_human(&[finding("a.yaml", 7, 11, Severity::Error)], HumanOptions::default());
+        let text = render_human(
+            &[finding("a.yaml", 7, 11, Severity::Error)],
+            HumanOptions::default(),
+        );
         let lines: Vec<&str> = text.lines().collect();
         let source = lines
             .iter()
@@ -754,6 +770,9 @@ mod tests {
         assert_eq!(run["tool"]["driver"]["rules"].as_array().unwrap().len(), 1);
         assert_eq!(run["results"][1]["ruleIndex"], 0);
         let region = &run["results"][1]["locations"][0]["physicalLocation"]["region"];
-        assert_eq!((region["startLine"].clone(), region["startColumn"].clone()), (3.into(), 4.into()));
+        assert_eq!(
+            (region["startLine"].clone(), region["startColumn"].clone()),
+            (3.into(), 4.into())
+        );
     }
 }

@@ -34,7 +34,11 @@ impl WorkloadKind {
     pub(crate) fn of(kind: &str) -> Option<Self> {
         match kind {
             "Pod" => Some(WorkloadKind::Pod),
-            "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet" | "ReplicationController"
+            "Deployment"
+            | "StatefulSet"
+            | "DaemonSet"
+            | "ReplicaSet"
+            | "ReplicationController"
             | "Job" => Some(WorkloadKind::Controller),
             "CronJob" => Some(WorkloadKind::CronJob),
             "PodTemplate" => Some(WorkloadKind::PodTemplate),
@@ -173,7 +177,8 @@ impl<'de> Visitor<'de> for RawObjectVisitor {
         };
         // Whether the fields below may matter, as far as the kind read so far
         // tells. `None`: kind not seen yet, so read them in case.
-        let workload = |object: &RawObject| object.kind.as_ref().map(|k| WorkloadKind::of(&k.value));
+        let workload =
+            |object: &RawObject| object.kind.as_ref().map(|k| WorkloadKind::of(&k.value));
         let list = |object: &RawObject| object.kind.as_ref().map(|k| is_list_kind(&k.value));
         while let Some(key) = map.next_key::<String>()? {
             match key.as_str() {

@@ -235,7 +235,12 @@ fn audit_volume(
         let related = rules
             .roots
             .iter()
-            .filter_map(|r| declared(&r.declared_at, format!("hostPath root {} declared here", r.path)))
+            .filter_map(|r| {
+                declared(
+                    &r.declared_at,
+                    format!("hostPath root {} declared here", r.path),
+                )
+            })
             .collect();
         findings.push(report.finding(
             &RULE_OUTSIDE_ROOT,
@@ -280,7 +285,12 @@ fn audit_volume(
         }
         let related = exposed
             .iter()
-            .filter_map(|p| declared(&p.declared_at, format!("protected path {} declared here", p.path)))
+            .filter_map(|p| {
+                declared(
+                    &p.declared_at,
+                    format!("protected path {} declared here", p.path),
+                )
+            })
             .collect();
         findings.push(report.finding(
             &RULE_PROTECTED,

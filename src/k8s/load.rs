@@ -7,7 +7,9 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde_saphyr::{Budget, DefaultMessageFormatter, DuplicateKeyPolicy, MessageFormatter, Spanned};
+use serde_saphyr::{
+    Budget, DefaultMessageFormatter, DuplicateKeyPolicy, MessageFormatter, Spanned,
+};
 
 use super::api::{self, is_list_kind, RawObject, Spec, WorkloadKind};
 use super::model::{
@@ -228,7 +230,9 @@ fn collect(source: &Arc<SourceFile>, object: Spanned<RawObject>, out: &mut Manif
     };
     let pod = match workload_kind {
         WorkloadKind::Pod => spec,
-        WorkloadKind::Controller => spec.and_then(|s| s.template).and_then(|t| t.spec.map(|b| *b)),
+        WorkloadKind::Controller => spec
+            .and_then(|s| s.template)
+            .and_then(|t| t.spec.map(|b| *b)),
         WorkloadKind::CronJob => spec
             .and_then(|s| s.job_template)
             .and_then(|j| j.spec)

@@ -118,7 +118,11 @@ mod tests {
             ("/var/..data", "/var/..data"),
         ];
         for (raw, normal) in cases {
-            assert_eq!(NormalPath::parse(raw).map(|p| p.0), Ok(normal.to_owned()), "{raw}");
+            assert_eq!(
+                NormalPath::parse(raw).map(|p| p.0),
+                Ok(normal.to_owned()),
+                "{raw}"
+            );
         }
     }
 
