@@ -513,3 +513,25 @@ fn rule_ids_are_unique_and_documented() {
         );
     }
 }
+
+/// The example in docs/check-json.md has the shape the renderer writes.
+#[test]
+fn documented_json_example_matches_the_renderer() {
+    let docs = fs::read_to_string("docs/check-json.md").unwrap();
+    let start = docs.find("```json\n").expect("json example") + "```json\n".len();
+    let end = start + docs[start..].find("```").unwrap();
+    let example: serde_json::Value = serde_json::from_str(&docs[start..end]).unwrap();
+    let (_, findings) = audit_file(&Path::new(CORPUS).join("etcd-backup.yaml"));
+    let rendered: serde_json::Value =
+        serde_json::from_str(&report::render_json(&findings[1..2])).unwrap();
+    assert_eq!(example["version"], report::JSON_SCHEMA_VERSION);
+    let keys =
+        |v: &serde_json::Value| -> Vec<String> { v.as_object().unwrap().keys().cloned().collect() };
+    assert_eq!(keys(&example), keys(&rendered));
+    let (documented, actual) = (&example["findings"][0], &rendered["findings"][0]);
+    assert_eq!(keys(documented), keys(actual));
+    assert_eq!(documented["message"], actual["message"]);
+    assert_eq!(documented["location"]["line"], actual["location"]["line"]);
+    assert_eq!(keys(&documented["location"]), keys(&actual["location"]));
+    assert_eq!(keys(&documented["related"][0]), keys(&actual["related"][0]));
+}
