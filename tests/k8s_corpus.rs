@@ -535,3 +535,23 @@ fn documented_json_example_matches_the_renderer() {
     assert_eq!(keys(&documented["location"]), keys(&actual["location"]));
     assert_eq!(keys(&documented["related"][0]), keys(&actual["related"][0]));
 }
+
+#[test]
+fn error_messages_snapshot() {
+    let mut files: Vec<PathBuf> = fs::read_dir(ERRORS)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    let messages: Vec<String> = files
+        .iter()
+        .map(|file| {
+            let text = fs::read_to_string(file).unwrap();
+            match k8s::parse_str(&file.display().to_string(), &text) {
+                Ok(_) => panic!("{} parsed", file.display()),
+                Err(error) => error.to_string(),
+            }
+        })
+        .collect();
+    insta::assert_snapshot!("error_messages", messages.join("\n"));
+}

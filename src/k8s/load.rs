@@ -7,9 +7,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde_saphyr::{
-    Budget, DefaultMessageFormatter, DuplicateKeyPolicy, MessageFormatter, Spanned,
-};
+use serde_saphyr::{Budget, DuplicateKeyPolicy, MessageFormatter, Spanned, UserMessageFormatter};
 
 use super::api::{self, is_list_kind, RawObject, Spec, WorkloadKind};
 use super::model::{
@@ -151,7 +149,7 @@ fn yaml_error(source: &SourceFile, error: &serde_saphyr::Error) -> LoadError {
     });
     // The position is reported separately; take the bare message, with
     // control characters (from the input) made visible.
-    let message: String = DefaultMessageFormatter
+    let message: String = UserMessageFormatter
         .format_message(error.without_snippet())
         .chars()
         .flat_map(|c| {
