@@ -8,3 +8,4 @@
 
 pub mod diag;
 pub mod fcontext;
+pub mod relabel;

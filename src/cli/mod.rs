@@ -4,6 +4,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod relabel;
+
 /// Exit code for usage errors and bad input (manifest, file_contexts, YAML).
 pub const EXIT_BAD_INPUT: u8 = 2;
 
@@ -15,9 +17,13 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
-enum Command {}
+enum Command {
+    Relabel(relabel::RelabelArgs),
+}
 
 pub fn run() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {}
+    match cli.command {
+        Command::Relabel(args) => relabel::run(args),
+    }
 }
