@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod lookup;
 mod relabel;
 
 /// Exit code for usage errors and bad input (manifest, file_contexts, YAML).
@@ -18,12 +19,14 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    Lookup(lookup::LookupArgs),
     Relabel(relabel::RelabelArgs),
 }
 
 pub fn run() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::Lookup(args) => lookup::main(args),
         Command::Relabel(args) => relabel::run(args),
     }
 }
