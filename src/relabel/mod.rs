@@ -70,6 +70,12 @@ pub trait LabelLookup: Sync {
     fn expected_label(&self, path: &[u8], kind: FileKind) -> Option<&str>;
 }
 
+impl LabelLookup for crate::fcontext::FileContexts {
+    fn expected_label(&self, path: &[u8], kind: FileKind) -> Option<&str> {
+        self.lookup(path, kind)
+    }
+}
+
 /// Whether to write labels.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum WriteMode {
