@@ -13,3 +13,4 @@ pub mod k8s;
 pub mod manifest;
 pub mod model;
 pub mod policy;
+pub mod relabel;
