@@ -2,6 +2,7 @@
 //! process exit code, and errors are printed once, here.
 
 mod build;
+mod check;
 mod layout;
 mod lookup;
 mod relabel;
@@ -41,6 +42,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     Build(build::Args),
+    Check(check::Args),
     #[command(subcommand)]
     Layout(layout::Command),
     Lookup(lookup::LookupArgs),
@@ -52,6 +54,7 @@ pub fn run() -> ExitCode {
     init_tracing(cli.verbose_log);
     let result = match cli.command {
         Command::Build(args) => build::run(args),
+        Command::Check(args) => check::run(args),
         Command::Layout(command) => layout::run(command),
         Command::Lookup(args) => return lookup::main(args),
         Command::Relabel(args) => return relabel::run(args),
