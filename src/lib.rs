@@ -8,3 +8,6 @@
 
 pub mod diag;
 pub mod fcontext;
+pub mod policy {
+    pub mod base;
+}
