@@ -16,6 +16,7 @@ pub const BASE_POLICY: &[(&str, &str)] = &[
     ("10-mls.cil", include_str!("../../policy/10-mls.cil")),
     ("20-core.cil", include_str!("../../policy/20-core.cil")),
     ("30-domains.cil", include_str!("../../policy/30-domains.cil")),
+    ("40-oci-runtime.cil", include_str!("../../policy/40-oci-runtime.cil")),
 ];
 
 /// Every type the base policy declares with `(type NAME)`.
