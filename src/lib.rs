@@ -8,6 +8,6 @@
 
 pub mod diag;
 pub mod fcontext;
-pub mod policy {
-    pub mod base;
-}
+pub mod manifest;
+pub mod model;
+pub mod policy;

@@ -39,11 +39,21 @@ fn base_and_test_module() -> CompiledPolicy {
 }
 
 fn sesearch(policy: &CompiledPolicy, args: &[&str]) -> String {
-    run_ok(Command::new(tool("sesearch", "setools")).args(args).arg(policy.policy()))
+    run_ok(
+        Command::new(tool("sesearch", "setools"))
+            .args(args)
+            .arg(policy.policy()),
+    )
 }
 
 fn seinfo(policy: &std::path::Path, args: &[&str]) -> String {
-    run_ok(Command::new(tool("seinfo", "setools")).args(args).arg(policy))
+    // The policy goes first: options such as --constrain take an optional
+    // argument and would swallow a trailing path.
+    run_ok(
+        Command::new(tool("seinfo", "setools"))
+            .arg(policy)
+            .args(args),
+    )
 }
 
 #[test]
@@ -51,7 +61,13 @@ fn embedded_files_are_exactly_the_policy_directory_in_name_order() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("policy");
     let mut on_disk: Vec<String> = std::fs::read_dir(&dir)
         .expect("policy/ exists")
-        .map(|entry| entry.expect("readable entry").file_name().to_string_lossy().into_owned())
+        .map(|entry| {
+            entry
+                .expect("readable entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
         .filter(|name| name.ends_with(".cil"))
         .collect();
     on_disk.sort();
@@ -62,32 +78,45 @@ fn embedded_files_are_exactly_the_policy_directory_in_name_order() {
 #[test]
 fn base_alone_compiles_and_labels_the_os() {
     let compiled = compile_base_with(&[]);
-    let file_contexts = std::fs::read_to_string(compiled.file_contexts()).expect("file_contexts written");
+    let file_contexts =
+        std::fs::read_to_string(compiled.file_contexts()).expect("file_contexts written");
     for line in [
         "/.*\tsystem_u:object_r:os_file_t:s0",
         "/dev/null\t-c\tsystem_u:object_r:null_device_t:s0",
         "/proc(/.*)?\t<<none>>",
     ] {
-        assert!(file_contexts.lines().any(|l| l == line), "{line:?} missing in:\n{file_contexts}");
+        assert!(
+            file_contexts.lines().any(|l| l == line),
+            "{line:?} missing in:\n{file_contexts}"
+        );
     }
     let stats = seinfo(&compiled.policy(), &[]);
     assert!(stats.contains("(MLS enabled)"), "{stats}");
-    assert!(stats.contains("Handle unknown classes:     deny"), "{stats}");
+    assert!(
+        stats.contains("Handle unknown classes:     deny"),
+        "{stats}"
+    );
 }
 
 #[test]
 fn a_module_can_grant_a_protected_type_to_its_own_domain() {
     let compiled = base_and_test_module();
-    let rules = sesearch(&compiled, &["-A", "-s", "etcd_t", "-t", "secret_t", "-c", "file"]);
+    let rules = sesearch(
+        &compiled,
+        &["-A", "-s", "etcd_t", "-t", "secret_t", "-c", "file"],
+    );
     assert!(rules.contains("allow etcd_t secret_t:file"), "{rules}");
 }
 
 #[test]
 fn granting_a_workload_a_protected_type_fails_on_the_neverallow() {
     let leak = "(allow container_t secret_t (file (read)))";
-    let errors = secilc(&common::base_with(&[("90-test.cil", TEST_MODULE), ("91-leak.cil", leak)]))
-        .err()
-        .expect("secilc must reject a workload rule on a protected type");
+    let errors = secilc(&common::base_with(&[
+        ("90-test.cil", TEST_MODULE),
+        ("91-leak.cil", leak),
+    ]))
+    .err()
+    .expect("secilc must reject a workload rule on a protected type");
     assert!(errors.contains("neverallow"), "{errors}");
     assert!(errors.contains("container_t"), "{errors}");
 }
@@ -96,9 +125,12 @@ fn granting_a_workload_a_protected_type_fails_on_the_neverallow() {
 fn a_file_type_wide_rule_for_a_confined_domain_would_be_caught() {
     // The shape of leak the base must never contain; proves the canary bites.
     let leak = "(allow semanifest_process file_type (file (getattr)))";
-    let errors = secilc(&common::base_with(&[("90-test.cil", TEST_MODULE), ("91-leak.cil", leak)]))
-        .err()
-        .expect("secilc must reject a file_type-wide rule for confined domains");
+    let errors = secilc(&common::base_with(&[
+        ("90-test.cil", TEST_MODULE),
+        ("91-leak.cil", leak),
+    ]))
+    .err()
+    .expect("secilc must reject a file_type-wide rule for confined domains");
     assert!(errors.contains("neverallow"), "{errors}");
 }
 
@@ -112,34 +144,55 @@ fn confined_domains_have_no_rule_on_file_type_or_module_types() {
             let target = rule.split_whitespace().nth(2).unwrap_or_default();
             let target_type = target.split(':').next().unwrap_or_default();
             assert!(
-                !matches!(target_type, "file_type" | "semanifest_any_type" | "fs_type" | "domain")
-                    || target.ends_with(":filesystem"),
+                !matches!(
+                    target_type,
+                    "file_type" | "semanifest_any_type" | "fs_type" | "domain"
+                ) || target.ends_with(":filesystem"),
                 "{domain} reaches a type-wide target: {rule}"
             );
         }
         // sesearch -t also matches rules whose target is an attribute holding the type.
         let on_canary = sesearch(&compiled, &["-A", "-s", domain, "-t", "canary_t"]);
-        let file_rules: Vec<&str> = on_canary.lines().filter(|l| !l.contains(":filesystem ")).collect();
-        assert!(file_rules.is_empty(), "{domain} reaches a module type: {file_rules:?}");
+        let file_rules: Vec<&str> = on_canary
+            .lines()
+            .filter(|l| !l.contains(":filesystem "))
+            .collect();
+        assert!(
+            file_rules.is_empty(),
+            "{domain} reaches a module type: {file_rules:?}"
+        );
     }
     // Control: the same query sees the trusted domains' blanket rule.
-    let trusted = sesearch(&compiled, &["-A", "-s", "init_t", "-t", "canary_t", "-c", "file"]);
+    let trusted = sesearch(
+        &compiled,
+        &["-A", "-s", "init_t", "-t", "canary_t", "-c", "file"],
+    );
     assert!(trusted.contains("semanifest_any_type:file"), "{trusted}");
 }
 
 /// `seinfo -x` listing of classes or commons: name -> (inherited common, own perms).
-fn parse_seinfo_classes(listing: &str, keyword: &str) -> BTreeMap<String, (Option<String>, BTreeSet<String>)> {
+fn parse_seinfo_classes(
+    listing: &str,
+    keyword: &str,
+) -> BTreeMap<String, (Option<String>, BTreeSet<String>)> {
     let mut entries: BTreeMap<String, (Option<String>, BTreeSet<String>)> = BTreeMap::new();
     let mut current: Option<String> = None;
     for line in listing.lines().map(str::trim) {
-        if let Some(name) = line.strip_prefix(keyword).and_then(|rest| rest.strip_prefix(' ')) {
+        if let Some(name) = line
+            .strip_prefix(keyword)
+            .and_then(|rest| rest.strip_prefix(' '))
+        {
             current = Some(name.to_owned());
             entries.insert(name.to_owned(), (None, BTreeSet::new()));
         } else if let (Some(name), Some(common)) = (&current, line.strip_prefix("inherits ")) {
             entries.get_mut(name).expect("current entry").0 = Some(common.to_owned());
         } else if let Some(name) = &current {
             if !line.is_empty() && line != "{" && line != "}" {
-                entries.get_mut(name).expect("current entry").1.insert(line.to_owned());
+                entries
+                    .get_mut(name)
+                    .expect("current entry")
+                    .1
+                    .insert(line.to_owned());
             }
         }
     }
@@ -169,7 +222,10 @@ fn classes_in_cil() -> BTreeMap<String, BTreeSet<String>> {
         let words = |rest: &str| -> (String, BTreeSet<String>) {
             let (name, perms) = rest.split_once(' ').expect("name and permissions");
             let perms = perms.trim_start_matches('(').trim_end_matches(')');
-            (name.to_owned(), perms.split_whitespace().map(str::to_owned).collect())
+            (
+                name.to_owned(),
+                perms.split_whitespace().map(str::to_owned).collect(),
+            )
         };
         if let Some(rest) = line.strip_prefix("(common ") {
             let (name, perms) = words(rest);
@@ -178,9 +234,15 @@ fn classes_in_cil() -> BTreeMap<String, BTreeSet<String>> {
             let (name, perms) = words(rest);
             classes.insert(name, perms);
         } else if let Some(rest) = line.strip_prefix("(classcommon ") {
-            let (class, common) = rest.trim_end_matches(')').split_once(' ').expect("class and common");
+            let (class, common) = rest
+                .trim_end_matches(')')
+                .split_once(' ')
+                .expect("class and common");
             let inherited = commons[common].clone();
-            classes.get_mut(class).expect("class declared before classcommon").extend(inherited);
+            classes
+                .get_mut(class)
+                .expect("class declared before classcommon")
+                .extend(inherited);
         }
     }
     classes
@@ -237,7 +299,10 @@ fn initial_sids_in_use_have_contexts_and_keep_their_slots() {
         .filter_map(|rest| rest.split_once(' '))
         .collect();
     assert_eq!(contexts.keys().copied().collect::<BTreeSet<_>>(), in_use);
-    assert_eq!(contexts["kernel"], "system_u:system_r:kernel_t:s0 - s0:c0.c1023");
+    assert_eq!(
+        contexts["kernel"],
+        "system_u:system_r:kernel_t:s0 - s0:c0.c1023"
+    );
     assert_eq!(contexts["devnull"], "system_u:object_r:null_device_t:s0");
     assert_eq!(contexts["file"], "system_u:object_r:file_t:s0");
     assert_eq!(contexts["security"], "system_u:object_r:security_t:s0");
@@ -247,23 +312,44 @@ fn initial_sids_in_use_have_contexts_and_keep_their_slots() {
 fn mcs_constraint_covers_every_file_class_for_workloads() {
     let compiled = compile_base_with(&[]);
     let constraints = seinfo(&compiled.policy(), &["--constrain"]);
-    for class in ["dir", "file", "lnk_file", "chr_file", "blk_file", "sock_file", "fifo_file"] {
+    for class in [
+        "dir",
+        "file",
+        "lnk_file",
+        "chr_file",
+        "blk_file",
+        "sock_file",
+        "fifo_file",
+    ] {
         let found = constraints.lines().any(|line| {
-            line.trim_start().starts_with(&format!("mlsconstrain {class} {{"))
+            line.trim_start()
+                .starts_with(&format!("mlsconstrain {class} {{"))
                 && line.contains("read")
                 && line.contains("write")
                 && line.contains("(t1 != semanifest_workload or ( h1 dom h2 ))")
         });
-        assert!(found, "no workload MCS constraint on {class}:\n{constraints}");
+        assert!(
+            found,
+            "no workload MCS constraint on {class}:\n{constraints}"
+        );
     }
 }
 
 /// Asks libsepol (python3-selinux's audit2why) whether `source` may use
 /// `perm` on `target`; returns its verdict name.
-fn libsepol_verdict(compiled: &CompiledPolicy, source: &str, target: &str, class: &str, perm: &str) -> String {
+fn libsepol_verdict(
+    compiled: &CompiledPolicy,
+    source: &str,
+    target: &str,
+    class: &str,
+    perm: &str,
+) -> String {
     // Debian's python3-selinux installs for the system interpreter only.
     let python = std::path::Path::new("/usr/bin/python3");
-    assert!(python.is_file(), "/usr/bin/python3 missing: apt-get install python3-selinux");
+    assert!(
+        python.is_file(),
+        "/usr/bin/python3 missing: apt-get install python3-selinux"
+    );
     let script = r#"
 import sys
 try:
@@ -303,19 +389,45 @@ fn mcs_keeps_pods_apart_and_leaves_the_system_alone() {
         (pod, other, "file", "getattr", "constraint"),
         // Type enforcement still applies below the constraint: the control
         // that shows the oracle can deny for another reason.
-        (pod, "system_u:object_r:os_file_t:s0", "file", "write", "terule"),
+        (
+            pod,
+            "system_u:object_r:os_file_t:s0",
+            "file",
+            "write",
+            "terule",
+        ),
         // Processes: another pod's, same type.
-        (pod, "system_u:system_r:container_t:s0:c3,c4", "process", "signal", "constraint"),
+        (
+            pod,
+            "system_u:system_r:container_t:s0:c3,c4",
+            "process",
+            "signal",
+            "constraint",
+        ),
         (pod, pod, "process", "signal", "allow"),
         // Non-workload domains are not constrained.
-        ("system_u:system_r:containerd_t:s0", other, "file", "read", "allow"),
-        ("system_u:system_r:init_t:s0", other, "file", "write", "allow"),
+        (
+            "system_u:system_r:containerd_t:s0",
+            other,
+            "file",
+            "read",
+            "allow",
+        ),
+        (
+            "system_u:system_r:init_t:s0",
+            other,
+            "file",
+            "write",
+            "allow",
+        ),
     ];
     let mut wrong = Vec::new();
     for (source, target, class, perm, expected) in cases {
         let verdict = libsepol_verdict(&compiled, source, target, class, perm);
         if verdict != expected {
-            wrong.push(format!("{source} -> {target} {class} {perm}: {verdict}, expected {expected}"));
+            wrong.push(format!(
+                "{source} -> {target} {class} {perm}: {verdict}, expected {expected}"
+            ));
         }
     }
     assert!(wrong.is_empty(), "{wrong:#?}");

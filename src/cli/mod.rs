@@ -1,23 +1,100 @@
-//! Argument parsing and dispatch. One file per subcommand.
+//! Argument parsing and dispatch. One file per subcommand; each returns the
+//! process exit code, and errors are printed once, here.
+
+mod build;
+mod layout;
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-/// Exit code for usage errors and bad input (manifest, file_contexts, YAML).
+/// Everything went as asked.
+pub const EXIT_OK: u8 = 0;
+/// The command ran but found problems (unlabelled objects, findings, drift).
+pub const EXIT_FINDINGS: u8 = 1;
+/// Usage errors and bad input (manifest, file_contexts, YAML, missing tools).
 pub const EXIT_BAD_INPUT: u8 = 2;
 
+const AFTER_HELP: &str = "\
+Examples:
+  semanifest build --out out/                 compile the embedded default layout
+  semanifest build --layout node.yaml --out out/ --install-root /sysroot
+  semanifest layout show > node.yaml          start a layout from the default
+
+Exit codes: 0 success, 1 findings or objects that could not be labelled,
+2 usage errors or bad input.";
+
+/// Compile a declarative /var layout into SELinux policy and labels,
+/// relabel trees fast, and check layouts, policy and workloads in CI.
 #[derive(Parser)]
-#[command(name = "semanifest", version, about, long_about = None)]
+#[command(name = "semanifest", version, after_help = AFTER_HELP)]
 struct Cli {
+    /// More logging on stderr (-v info, -vv debug); RUST_LOG overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose_log: u8,
     #[command(subcommand)]
     command: Command,
 }
 
 #[derive(Subcommand)]
-enum Command {}
+enum Command {
+    Build(build::Args),
+    #[command(subcommand)]
+    Layout(layout::Command),
+}
 
 pub fn run() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {}
+    init_tracing(cli.verbose_log);
+    let result = match cli.command {
+        Command::Build(args) => build::run(args),
+        Command::Layout(command) => layout::run(command),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(error) => {
+            eprintln!("semanifest: error: {error:#}");
+            ExitCode::from(EXIT_BAD_INPUT)
+        }
+    }
+}
+
+fn init_tracing(verbosity: u8) {
+    let default = match verbosity {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+}
+
+/// Loads `--layout FILE`, or the embedded default layout without one.
+/// Prints warnings; on errors prints every diagnostic and returns `Err(2)`.
+pub fn load_layout(path: Option<&std::path::Path>) -> Result<semanifest::manifest::Parsed, u8> {
+    use semanifest::manifest;
+    let base = semanifest::policy::base_facts();
+    let parsed = match path {
+        None => manifest::default_layout(&base),
+        Some(path) => match manifest::read_source(path) {
+            Ok(source) => manifest::parse(source, &base),
+            Err(error) => {
+                eprintln!("semanifest: error: {error}");
+                return Err(EXIT_BAD_INPUT);
+            }
+        },
+    };
+    match parsed {
+        Ok(parsed) => {
+            for warning in &parsed.warnings {
+                eprint!("{}", warning.render(&parsed.source));
+            }
+            Ok(parsed)
+        }
+        Err(report) => {
+            eprintln!("{report}");
+            Err(EXIT_BAD_INPUT)
+        }
+    }
 }

@@ -12,11 +12,20 @@ use std::collections::BTreeSet;
 
 /// The base policy files, `(file name, contents)`, in compilation order.
 pub const BASE_POLICY: &[(&str, &str)] = &[
-    ("00-classes.cil", include_str!("../../policy/00-classes.cil")),
+    (
+        "00-classes.cil",
+        include_str!("../../policy/00-classes.cil"),
+    ),
     ("10-mls.cil", include_str!("../../policy/10-mls.cil")),
     ("20-core.cil", include_str!("../../policy/20-core.cil")),
-    ("30-domains.cil", include_str!("../../policy/30-domains.cil")),
-    ("40-oci-runtime.cil", include_str!("../../policy/40-oci-runtime.cil")),
+    (
+        "30-domains.cil",
+        include_str!("../../policy/30-domains.cil"),
+    ),
+    (
+        "40-oci-runtime.cil",
+        include_str!("../../policy/40-oci-runtime.cil"),
+    ),
 ];
 
 /// Every type the base policy declares with `(type NAME)`.
@@ -76,16 +85,19 @@ impl<'a> Iterator for Tokens<'a> {
     fn next(&mut self) -> Option<Token<'a>> {
         loop {
             self.rest = self.rest.trim_start();
-            let mut chars = self.rest.chars();
-            let first = chars.next()?;
+            let first = self.rest.chars().next()?;
             match first {
                 ';' => {
                     let end = self.rest.find('\n').unwrap_or(self.rest.len());
                     self.rest = &self.rest[end..];
                 }
-                '(' | ')' => {
+                '(' => {
                     self.rest = &self.rest[1..];
-                    return Some(if first == '(' { Token::Open } else { Token::Close });
+                    return Some(Token::Open);
+                }
+                ')' => {
+                    self.rest = &self.rest[1..];
+                    return Some(Token::Close);
                 }
                 '"' => {
                     // An unterminated string swallows the rest, as secilc would reject it.
@@ -136,7 +148,10 @@ mod tests {
     fn malformed_text_yields_what_it_can_without_panicking() {
         assert!(declarations("(type", "type").is_empty());
         assert!(declarations("\"(type x_t)", "type").is_empty());
-        assert_eq!(declarations("(type x_t))) (", "type"), BTreeSet::from(["x_t"]));
+        assert_eq!(
+            declarations("(type x_t))) (", "type"),
+            BTreeSet::from(["x_t"])
+        );
         assert!(declarations("", "type").is_empty());
     }
 
@@ -172,7 +187,10 @@ mod tests {
             "semanifest_workload",
             "semanifest_process",
         ] {
-            assert!(attributes.contains(name), "{name} missing from {attributes:?}");
+            assert!(
+                attributes.contains(name),
+                "{name} missing from {attributes:?}"
+            );
         }
         assert!(types.is_disjoint(&attributes));
     }

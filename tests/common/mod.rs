@@ -65,11 +65,19 @@ pub fn secilc(files: &[(&str, &str)]) -> Result<CompiledPolicy, String> {
     let secilc = tool("secilc", "secilc");
     let dir = tempfile::tempdir().expect("temporary directory");
     let mut command = Command::new(secilc);
-    command
-        .current_dir(dir.path())
-        .args(["-M", "true", "-c", "33", "-o", "policy.33", "-f", "file_contexts"]);
+    command.current_dir(dir.path()).args([
+        "-M",
+        "true",
+        "-c",
+        "33",
+        "-o",
+        "policy.33",
+        "-f",
+        "file_contexts",
+    ]);
     for (name, text) in files {
-        std::fs::write(dir.path().join(name), text).expect("write CIL into the temporary directory");
+        std::fs::write(dir.path().join(name), text)
+            .expect("write CIL into the temporary directory");
         command.arg(name);
     }
     let output = output_of(&mut command);
@@ -86,10 +94,50 @@ pub fn secilc(files: &[(&str, &str)]) -> Result<CompiledPolicy, String> {
 
 /// The embedded base policy followed by `extra` files.
 pub fn base_with<'a>(extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
-    BASE_POLICY.iter().copied().chain(extra.iter().copied()).collect()
+    BASE_POLICY
+        .iter()
+        .copied()
+        .chain(extra.iter().copied())
+        .collect()
 }
 
 /// Compiles the base policy plus `extra`, failing the test on any error.
 pub fn compile_base_with(extra: &[(&str, &str)]) -> CompiledPolicy {
-    secilc(&base_with(extra)).unwrap_or_else(|errors| panic!("secilc rejected the policy:\n{errors}"))
+    secilc(&base_with(extra))
+        .unwrap_or_else(|errors| panic!("secilc rejected the policy:\n{errors}"))
+}
+
+pub fn run(command: &mut Command) -> Output {
+    output_of(command)
+}
+
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// The project's own test data directory.
+pub fn data(relative: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(relative)
+}
+
+/// The `semanifest` binary built for these tests.
+pub fn semanifest() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_semanifest"))
+}
+
+/// Compiles CIL files on disk with the real secilc, writing `policy.33` and
+/// `file_contexts` into `dir`.
+pub fn secilc_files(dir: &Path, inputs: &[&Path]) -> Output {
+    let mut command = Command::new(tool("secilc", "secilc"));
+    command
+        .args(["--mls=true", "--policyvers=33", "-o"])
+        .arg(dir.join("policy.33"))
+        .arg("-f")
+        .arg(dir.join("file_contexts"))
+        .args(inputs);
+    output_of(&mut command)
 }

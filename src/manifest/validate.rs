@@ -1,0 +1,608 @@
+//! The rules of DESIGN §2, applied to a parsed manifest. Every rule reports
+//! through one [`Diagnostic`] code, and all of them run before we give up, so a
+//! user sees every problem of a manifest at once.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use serde_saphyr::Spanned;
+
+use super::raw::{RawDomain, RawLayout, RawPath};
+use super::BaseFacts;
+use crate::diag::{Diagnostic, Pos};
+use crate::model::{
+    is_within, Access, Domain, Layout, Lifecycle, Mount, Owner, PathRule, Propagation,
+};
+
+pub const API_VERSION: &str = "semanifest.io/v1";
+pub const KIND: &str = "Layout";
+
+fn pos(value: &Spanned<String>) -> Pos {
+    Pos::of(&value.referenced, value.value.chars().count())
+}
+
+fn pos_of<T>(value: &Spanned<T>, width: usize) -> Pos {
+    Pos::of(&value.referenced, width)
+}
+
+fn flag(value: &Option<Spanned<bool>>) -> bool {
+    value.as_ref().is_some_and(|v| v.value)
+}
+
+/// Collects diagnostics; rules push into it and keep going.
+struct Checker<'a> {
+    base: &'a BaseFacts,
+    diagnostics: Vec<Diagnostic>,
+}
+
+impl Checker<'_> {
+    fn error(&mut self, code: &'static str, pos: Pos, message: impl Into<String>) -> &mut Diagnostic {
+        self.diagnostics.push(Diagnostic::error(code, pos, message));
+        self.diagnostics.last_mut().expect("just pushed")
+    }
+
+    fn warning(&mut self, code: &'static str, pos: Pos, message: impl Into<String>) {
+        self.diagnostics.push(Diagnostic::warning(code, pos, message));
+    }
+}
+
+trait Help {
+    fn help(&mut self, text: impl Into<String>);
+}
+
+impl Help for Diagnostic {
+    fn help(&mut self, text: impl Into<String>) {
+        self.help = Some(text.into());
+    }
+}
+
+/// Validates `raw`; returns the model and the warnings, or every diagnostic
+/// (errors and warnings) when any rule failed.
+pub fn validate(raw: &RawLayout, base: &BaseFacts) -> Result<(Layout, Vec<Diagnostic>), Vec<Diagnostic>> {
+    let mut checker = Checker { base, diagnostics: Vec::new() };
+    let layout = check_layout(raw, &mut checker);
+    checker.diagnostics.sort_by_key(|d| d.pos);
+    if checker.diagnostics.iter().any(Diagnostic::is_error) {
+        Err(checker.diagnostics)
+    } else {
+        Ok((layout, checker.diagnostics))
+    }
+}
+
+fn check_layout(raw: &RawLayout, checker: &mut Checker<'_>) -> Layout {
+    if raw.api_version.value != API_VERSION {
+        checker
+            .error(
+                "api-version",
+                pos(&raw.api_version),
+                format!("unsupported apiVersion `{}`", raw.api_version.value),
+            )
+            .help(format!("this semanifest reads `apiVersion: {API_VERSION}`"));
+    }
+    if raw.kind.value != KIND {
+        checker
+            .error("kind", pos(&raw.kind), format!("unsupported kind `{}`", raw.kind.value))
+            .help(format!("a layout manifest has `kind: {KIND}`"));
+    }
+    let name = &raw.metadata.name;
+    if !is_dns_label(&name.value) {
+        checker
+            .error("metadata-name", pos(name), format!("invalid layout name `{}`", name.value))
+            .help("use lowercase letters, digits and `-`, starting with a letter (it becomes the CIL module name with `-` → `_`)");
+    }
+
+    let domains = check_domains(&raw.spec.domains.value.0, checker);
+    let keys: HashMap<&str, usize> =
+        domains.iter().enumerate().map(|(i, d)| (d.key.as_str(), i)).collect();
+    let domain_types: BTreeSet<&str> = domains.iter().map(|d| d.type_name.as_str()).collect();
+
+    let mut paths: Vec<PathRule> = Vec::new();
+    let mut seen_paths: HashMap<String, Pos> = HashMap::new();
+    for raw_path in &raw.spec.paths {
+        let Some(rule) = check_path(raw_path, &keys, &domains, &domain_types, checker) else {
+            continue;
+        };
+        if let Some(first) = seen_paths.get(&rule.path) {
+            checker
+                .error("path-duplicate", rule.pos, format!("path `{}` is declared twice", rule.path))
+                .help(format!("first declared at line {}; merge the two entries", first.line));
+            continue;
+        }
+        seen_paths.insert(rule.path.clone(), rule.pos);
+        paths.push(rule);
+    }
+    // Parents before children: stable for output, and `rule_for` relies on
+    // nothing else.
+    paths.sort_by(|a, b| a.path.cmp(&b.path));
+
+    check_shared_types(&paths, checker);
+    check_protection(&paths, &domains, checker);
+    check_transitions(&paths, &domains, checker);
+    check_unused_domains(&paths, &domains, checker);
+
+    Layout {
+        name: name.value.clone(),
+        module: name.value.replace('-', "_"),
+        description: raw.metadata.description.clone(),
+        domains,
+        paths,
+    }
+}
+
+fn check_domains(entries: &[(Spanned<String>, RawDomain)], checker: &mut Checker<'_>) -> Vec<Domain> {
+    let mut domains = Vec::new();
+    let mut by_type: HashMap<String, Pos> = HashMap::new();
+    let keys: BTreeSet<&str> = entries.iter().map(|(k, _)| k.value.as_str()).collect();
+    for (key, raw) in entries {
+        if !is_identifier(&key.value) {
+            checker
+                .error("domain-key", pos(key), format!("invalid domain key `{}`", key.value))
+                .help("use lowercase letters, digits, `_` and `-`, starting with a letter");
+        }
+        let type_name = &raw.type_name;
+        check_type_name(type_name, checker);
+        if let Some(first) = by_type.get(&type_name.value) {
+            checker
+                .error(
+                    "domain-type-duplicate",
+                    pos(type_name),
+                    format!("type `{}` already names another domain", type_name.value),
+                )
+                .help(format!("first used at line {}; one domain per type", first.line));
+        }
+        by_type.insert(type_name.value.clone(), pos(type_name));
+        let workload = flag(&raw.workload);
+        let trusted = flag(&raw.trusted);
+        if workload && trusted {
+            let at = raw.trusted.as_ref().map(|t| pos_of(t, 4)).unwrap_or(pos(key));
+            checker
+                .error(
+                    "workload-trusted",
+                    at,
+                    format!("workload domain `{}` cannot be trusted", key.value),
+                )
+                .help("a workload runs untrusted pods; give trust to a separate system domain");
+        }
+        for target in &raw.transitions {
+            if !keys.contains(target.value.as_str()) {
+                checker.error(
+                    "unknown-domain",
+                    pos(target),
+                    format!("transition to unknown domain `{}`", target.value),
+                );
+            }
+        }
+        domains.push(Domain {
+            key: key.value.clone(),
+            type_name: type_name.value.clone(),
+            workload,
+            trusted,
+            in_base: checker.base.types.contains(&type_name.value),
+            transitions: Vec::new(),
+            pos: pos(key),
+        });
+    }
+    // Resolve transitions once every key is known.
+    let index: HashMap<&str, usize> =
+        entries.iter().enumerate().map(|(i, (k, _))| (k.value.as_str(), i)).collect();
+    for (i, (_, raw)) in entries.iter().enumerate() {
+        domains[i].transitions =
+            raw.transitions.iter().filter_map(|t| index.get(t.value.as_str()).copied()).collect();
+    }
+    domains
+}
+
+fn check_path(
+    raw: &RawPath,
+    keys: &HashMap<&str, usize>,
+    domains: &[Domain],
+    domain_types: &BTreeSet<&str>,
+    checker: &mut Checker<'_>,
+) -> Option<PathRule> {
+    let path_pos = pos(&raw.path);
+    let path_ok = check_path_text(&raw.path.value, path_pos, checker);
+
+    let type_name = &raw.type_name;
+    check_type_name(type_name, checker);
+    let declared_base = flag(&raw.base_type);
+    let in_base = checker.base.types.contains(&type_name.value);
+    if in_base && !declared_base {
+        checker
+            .error(
+                "base-type",
+                pos(type_name),
+                format!("`{}` is a type of the base policy", type_name.value),
+            )
+            .help("pick a new type for this path, or add `baseType: true` to label it with the base policy's type on purpose");
+    } else if declared_base && !in_base {
+        let at = raw.base_type.as_ref().map(|b| pos_of(b, 4)).unwrap_or(path_pos);
+        checker.error(
+            "base-type",
+            at,
+            format!("`baseType: true`, but the base policy has no type `{}`", type_name.value),
+        );
+    }
+    if domain_types.contains(type_name.value.as_str()) {
+        checker
+            .error(
+                "type-is-domain",
+                pos(type_name),
+                format!("`{}` is a domain's type and cannot label files", type_name.value),
+            )
+            .help("file types and process types are separate; name this one e.g. `<name>_var_t`");
+    }
+
+    let mode = raw.mode.as_ref().and_then(|mode| {
+        let text = mode.value.as_str();
+        let valid = (3..=4).contains(&text.len()) && text.bytes().all(|b| (b'0'..=b'7').contains(&b));
+        if !valid {
+            checker
+                .error("mode", pos(mode), format!("invalid mode `{text}`"))
+                .help("write the octal mode as a quoted string, e.g. mode: \"0750\"");
+            return None;
+        }
+        u32::from_str_radix(text, 8).ok()
+    });
+    let owner = raw.owner.as_ref().and_then(|owner| {
+        let parsed = parse_owner(&owner.value);
+        if parsed.is_none() {
+            checker
+                .error("owner", pos(owner), format!("invalid owner `{}`", owner.value))
+                .help("use a user name (`etcd`) or numeric `uid:gid` (`1000:1000`)");
+        }
+        parsed
+    });
+
+    let mut access = BTreeMap::new();
+    if let Some(entries) = &raw.access {
+        for (key, levels) in &entries.value.0 {
+            let Some(&domain) = keys.get(key.value.as_str()) else {
+                let known: Vec<&str> = domains.iter().map(|d| d.key.as_str()).collect();
+                checker
+                    .error("unknown-domain", pos(key), format!("access for unknown domain `{}`", key.value))
+                    .help(format!("declare it under spec.domains (known: {})", known.join(", ")));
+                continue;
+            };
+            if let Some(grant) = parse_levels(levels, checker) {
+                access.insert(domain, grant);
+            }
+        }
+    }
+
+    let lifecycle = match raw.lifecycle.as_ref() {
+        None => Lifecycle::Persistent,
+        Some(value) => match value.value.as_str() {
+            "persistent" => Lifecycle::Persistent,
+            "ephemeral" => Lifecycle::Ephemeral,
+            "cache" => Lifecycle::Cache,
+            other => {
+                checker
+                    .error("lifecycle", pos(value), format!("unknown lifecycle `{other}`"))
+                    .help("one of: persistent (default), ephemeral, cache");
+                Lifecycle::Persistent
+            }
+        },
+    };
+    let mut mount = Mount::default();
+    if let Some(raw_mount) = &raw.mount {
+        mount.tmpfs = flag(&raw_mount.tmpfs);
+        if let Some(value) = &raw_mount.propagation {
+            match Propagation::ALL.iter().find(|(name, _)| *name == value.value) {
+                Some((_, p)) => mount.propagation = Some(*p),
+                None => {
+                    checker
+                        .error("propagation", pos(value), format!("unknown propagation `{}`", value.value))
+                        .help("one of: private, rprivate, shared, rshared, slave, rslave");
+                }
+            }
+        }
+        if mount.tmpfs && lifecycle == Lifecycle::Persistent {
+            let at = raw_mount.tmpfs.as_ref().map(|t| pos_of(t, 4)).unwrap_or(path_pos);
+            checker.warning(
+                "tmpfs-persistent",
+                at,
+                format!(
+                    "`{}` is a tmpfs, so its content is lost at every boot; declare `lifecycle: ephemeral`",
+                    raw.path.value
+                ),
+            );
+        }
+    }
+
+    path_ok.then(|| PathRule {
+        path: raw.path.value.clone(),
+        type_name: type_name.value.clone(),
+        type_in_base: in_base,
+        description: raw.description.clone(),
+        mode,
+        owner,
+        access,
+        protected: flag(&raw.protected),
+        host_path: flag(&raw.host_path),
+        removable: flag(&raw.removable),
+        lifecycle,
+        mount,
+        pos: path_pos,
+        protected_pos: raw.protected.as_ref().filter(|p| p.value).map(|p| pos_of(p, 4)),
+    })
+}
+
+/// Absolute, normalised, printable ASCII without whitespace or `"`.
+/// Returns whether the path is usable for the later, structural rules.
+fn check_path_text(path: &str, at: Pos, checker: &mut Checker<'_>) -> bool {
+    if !path.starts_with('/') {
+        checker
+            .error("path-relative", at, format!("path `{path}` is relative"))
+            .help("layout paths are absolute, e.g. `/var/lib/etcd`");
+        return false;
+    }
+    if path == "/" {
+        checker
+            .error("path-root", at, "the layout cannot label `/` itself")
+            .help("a layout describes subtrees such as `/var`");
+        return false;
+    }
+    if let Some(bad) = path.chars().find(|c| !c.is_ascii() || c.is_ascii_control()) {
+        checker
+            .error("path-character", at, format!("path `{}` contains {}", path.escape_debug(), describe_char(bad)))
+            .help("file_contexts are ASCII-only; libselinux refuses the whole file otherwise");
+        return false;
+    }
+    if let Some(bad) = path.chars().find(|c| c.is_whitespace() || *c == '"') {
+        checker
+            .error("path-character", at, format!("path `{path}` contains {}", describe_char(bad)))
+            .help("file_contexts cannot carry whitespace or quotes in a path; rename the directory");
+        return false;
+    }
+    let normalised = normalise(path);
+    if normalised.as_deref() != Some(path) {
+        checker
+            .error("path-not-normalised", at, format!("path `{path}` is not normalised"))
+            .help(match normalised {
+                Some(n) => format!("write `{n}`"),
+                None => "remove the `..` components; layout paths never climb".to_owned(),
+            });
+        return false;
+    }
+    true
+}
+
+fn describe_char(c: char) -> String {
+    match c {
+        ' ' => "a space".to_owned(),
+        '"' => "a double quote".to_owned(),
+        c if c.is_ascii_control() || c.is_whitespace() => format!("the control character {:?}", c),
+        c => format!("the non-ASCII character `{c}` (U+{:04X})", c as u32),
+    }
+}
+
+/// Lexical normalisation of an absolute path: collapses `//`, drops `.` and a
+/// trailing `/`. `None` when the path has a `..` component (never resolved
+/// lexically: with symlinks `a/..` is not `.`).
+pub fn normalise(path: &str) -> Option<String> {
+    let mut out = String::with_capacity(path.len());
+    for component in path.split('/').filter(|c| !c.is_empty() && *c != ".") {
+        if component == ".." {
+            return None;
+        }
+        out.push('/');
+        out.push_str(component);
+    }
+    if out.is_empty() {
+        out.push('/');
+    }
+    Some(out)
+}
+
+fn check_type_name(name: &Spanned<String>, checker: &mut Checker<'_>) {
+    let text = &name.value;
+    let valid = text.len() > 2
+        && text.ends_with("_t")
+        && text.starts_with(|c: char| c.is_ascii_lowercase())
+        && text.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+    if !valid {
+        checker
+            .error("type-name", pos(name), format!("invalid type name `{text}`"))
+            .help("SELinux type names here match [a-z][a-z0-9_]*_t, e.g. `etcd_var_t`");
+    }
+}
+
+fn parse_levels(levels: &Spanned<super::raw::Levels>, checker: &mut Checker<'_>) -> Option<Access> {
+    let mut access = Access::default();
+    let at = Pos::of(&levels.referenced, 0);
+    if levels.value.0.is_empty() {
+        checker.error("access-level", at, "empty access list").help("use search, read, append, write or exec");
+        return None;
+    }
+    let mut ok = true;
+    for level in &levels.value.0 {
+        match level.as_str() {
+            "search" => access.search = true,
+            "read" => access.read = true,
+            "append" => access.append = true,
+            "write" => access.write = true,
+            "exec" => access.exec = true,
+            other => {
+                checker
+                    .error("access-level", Pos { width: other.len() as u32, ..at }, format!("unknown access level `{other}`"))
+                    .help("levels: search, read, append, write (write ⊃ read ⊃ search), plus exec, e.g. [read, exec]");
+                ok = false;
+            }
+        }
+    }
+    ok.then(|| access.normalised())
+}
+
+fn parse_owner(text: &str) -> Option<Owner> {
+    if let Some((uid, gid)) = text.split_once(':') {
+        return Some(Owner::Ids { uid: uid.parse().ok()?, gid: gid.parse().ok()? });
+    }
+    let valid = text.len() <= 32
+        && text.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+        && text.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
+    valid.then(|| Owner::Name(text.to_owned()))
+}
+
+fn is_dns_label(text: &str) -> bool {
+    !text.is_empty()
+        && text.len() <= 63
+        && text.starts_with(|c: char| c.is_ascii_lowercase())
+        && !text.ends_with('-')
+        && text.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
+
+fn is_identifier(text: &str) -> bool {
+    text.starts_with(|c: char| c.is_ascii_lowercase())
+        && text.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+}
+
+/// A type labelling several paths must mean the same thing everywhere: SELinux
+/// cannot tell the paths apart once they share a type.
+fn check_shared_types(paths: &[PathRule], checker: &mut Checker<'_>) {
+    let mut first: HashMap<&str, &PathRule> = HashMap::new();
+    for rule in paths {
+        let Some(earlier) = first.get(rule.type_name.as_str()) else {
+            first.insert(&rule.type_name, rule);
+            continue;
+        };
+        let mut differs = Vec::new();
+        if earlier.access != rule.access {
+            differs.push("access");
+        }
+        if earlier.protected != rule.protected {
+            differs.push("protection");
+        }
+        if earlier.lifecycle != rule.lifecycle {
+            differs.push("lifecycle");
+        }
+        if !differs.is_empty() {
+            checker
+                .error(
+                    "type-shared",
+                    rule.pos,
+                    format!(
+                        "`{}` shares type `{}` with `{}` but their {} differ",
+                        rule.path,
+                        rule.type_name,
+                        earlier.path,
+                        differs.join(" and ")
+                    ),
+                )
+                .help("give this path its own type, or make the entries agree");
+        }
+    }
+}
+
+fn check_protection(paths: &[PathRule], domains: &[Domain], checker: &mut Checker<'_>) {
+    for rule in paths.iter().filter(|r| r.protected) {
+        let at = rule.protected_pos.unwrap_or(rule.pos);
+        for (&index, _) in &rule.access {
+            let domain = &domains[index];
+            if domain.workload {
+                checker
+                    .error(
+                        "protected-workload",
+                        at,
+                        format!(
+                            "protected path `{}` grants access to workload domain `{}`",
+                            rule.path, domain.key
+                        ),
+                    )
+                    .help("hostPath pods must never reach protected data; remove the grant or the protection");
+            }
+        }
+        if rule.host_path {
+            checker
+                .error("protected-hostpath", at, format!("protected path `{}` cannot be a hostPath root", rule.path))
+                .help("hostPath roots are where pods may mount; keep protected data elsewhere");
+        }
+        if rule.removable {
+            checker
+                .error("protected-removable", at, format!("protected path `{}` cannot be removable", rule.path))
+                .help("`semanifest rm` must never delete protected data");
+        }
+        for root in paths.iter().filter(|r| r.host_path && r.path != rule.path) {
+            if is_within(&rule.path, &root.path) {
+                checker
+                    .error(
+                        "protected-under-hostpath",
+                        at,
+                        format!("protected path `{}` is below hostPath root `{}`", rule.path, root.path),
+                    )
+                    .help("a pod mounting the root would reach it; move it out of the hostPath root");
+            }
+        }
+    }
+}
+
+/// A workload must not reach, through any chain of transitions, a domain that
+/// may access a protected path or is trusted.
+fn check_transitions(paths: &[PathRule], domains: &[Domain], checker: &mut Checker<'_>) {
+    let privileged = |index: usize| -> Option<String> {
+        let domain = &domains[index];
+        if domain.trusted {
+            return Some("is trusted".to_owned());
+        }
+        paths
+            .iter()
+            .find(|r| r.protected && r.access.contains_key(&index))
+            .map(|r| format!("may access protected path `{}`", r.path))
+    };
+    for (start, domain) in domains.iter().enumerate().filter(|(_, d)| d.workload) {
+        let mut seen = vec![false; domains.len()];
+        let mut stack = vec![(start, vec![start])];
+        while let Some((current, chain)) = stack.pop() {
+            for &next in &domains[current].transitions {
+                if seen[next] {
+                    continue;
+                }
+                seen[next] = true;
+                let mut chain = chain.clone();
+                chain.push(next);
+                if let Some(why) = privileged(next) {
+                    let names: Vec<&str> = chain.iter().map(|&i| domains[i].key.as_str()).collect();
+                    checker
+                        .error(
+                            "workload-transition",
+                            domain.pos,
+                            format!(
+                                "workload domain `{}` can reach `{}`, which {why}, through transitions {}",
+                                domain.key,
+                                domains[next].key,
+                                names.join(" → ")
+                            ),
+                        )
+                        .help("workloads must never enter a domain that can touch protected data");
+                }
+                stack.push((next, chain));
+            }
+        }
+    }
+}
+
+fn check_unused_domains(paths: &[PathRule], domains: &[Domain], checker: &mut Checker<'_>) {
+    for (index, domain) in domains.iter().enumerate() {
+        let used = domain.trusted
+            || paths.iter().any(|r| r.access.contains_key(&index))
+            || domains.iter().any(|d| d.transitions.contains(&index));
+        if !used {
+            checker.warning(
+                "domain-unused",
+                domain.pos,
+                format!("domain `{}` is not granted any path", domain.key),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::normalise;
+
+    #[test]
+    fn normalise_is_lexical() {
+        assert_eq!(normalise("/var//lib/").as_deref(), Some("/var/lib"));
+        assert_eq!(normalise("/var/./lib").as_deref(), Some("/var/lib"));
+        assert_eq!(normalise("/var/lib/../etcd"), None);
+        assert_eq!(normalise("//").as_deref(), Some("/"));
+    }
+}

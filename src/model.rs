@@ -1,0 +1,283 @@
+//! The validated layout: what every later stage (policy generation, lookups,
+//! `check`) works from.
+//!
+//! Invariants (established by `manifest::validate`, relied on everywhere):
+//! - every path is absolute, normalised, ASCII without whitespace or `"`,
+//!   and unique; paths are sorted so that a parent comes before its children;
+//! - every type and domain name is a valid CIL identifier ending in `_t`;
+//! - every domain index in `PathRule::access` and `Domain::transitions` is in
+//!   bounds; no workload domain is trusted or granted a protected path;
+//! - paths sharing a type agree on access, protection and lifecycle.
+
+use std::collections::BTreeMap;
+
+use crate::diag::Pos;
+
+/// The SELinux user, role and level every generated file context carries.
+pub const FILE_CONTEXT_PREFIX: &str = "system_u:object_r:";
+pub const FILE_LEVEL: &str = "s0";
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// `metadata.name` as written, e.g. `structured-var`.
+    pub name: String,
+    /// The CIL module name derived from it, e.g. `structured_var`.
+    pub module: String,
+    /// `metadata.description`, carried into the module's header comment.
+    pub description: Option<String>,
+    pub domains: Vec<Domain>,
+    pub paths: Vec<PathRule>,
+}
+
+/// A process domain the layout speaks of.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Domain {
+    /// The manifest's key for it (`etcd`, `pods`).
+    pub key: String,
+    /// The SELinux type (`etcd_t`).
+    pub type_name: String,
+    /// MCS-separated hostPath pods: never trusted, never granted protected paths.
+    pub workload: bool,
+    /// May touch everything (relabel, backup): excluded from every neverallow.
+    pub trusted: bool,
+    /// Already declared by the base policy, so the module must not declare it.
+    pub in_base: bool,
+    /// Domains this one may start (process transition), by index.
+    pub transitions: Vec<usize>,
+    pub pos: Pos,
+}
+
+/// One path of the layout and the rule for its subtree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PathRule {
+    pub path: String,
+    pub type_name: String,
+    /// The type is the base policy's (declared with `baseType: true`).
+    pub type_in_base: bool,
+    pub description: Option<String>,
+    pub mode: Option<u32>,
+    pub owner: Option<Owner>,
+    /// Domain index → what it may do here.
+    pub access: BTreeMap<usize, Access>,
+    pub protected: bool,
+    pub host_path: bool,
+    pub removable: bool,
+    pub lifecycle: Lifecycle,
+    pub mount: Mount,
+    /// Position of the `path:` value in the manifest.
+    pub pos: Pos,
+    /// Position of the `protected: true` value, when set.
+    pub protected_pos: Option<Pos>,
+}
+
+impl PathRule {
+    /// The full file context of the subtree, e.g. `system_u:object_r:etcd_var_t:s0`.
+    pub fn context(&self) -> String {
+        format!("{FILE_CONTEXT_PREFIX}{}:{FILE_LEVEL}", self.type_name)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Owner {
+    Name(String),
+    Ids { uid: u32, gid: u32 },
+}
+
+/// An access grant. Levels nest: `write` ⊃ `read` ⊃ `search` and
+/// `write` ⊃ `append` ⊃ `search`; `exec` combines with any of them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Access {
+    pub search: bool,
+    pub read: bool,
+    pub append: bool,
+    pub write: bool,
+    pub exec: bool,
+}
+
+impl Access {
+    pub const SEARCH: Access =
+        Access { search: true, read: false, append: false, write: false, exec: false };
+
+    /// Closes the set under the implications between levels.
+    pub fn normalised(mut self) -> Self {
+        if self.write {
+            self.read = true;
+            self.append = true;
+        }
+        if self.read || self.append || self.exec {
+            self.search = true;
+        }
+        self
+    }
+
+    pub fn union(self, other: Access) -> Access {
+        Access {
+            search: self.search || other.search,
+            read: self.read || other.read,
+            append: self.append || other.append,
+            write: self.write || other.write,
+            exec: self.exec || other.exec,
+        }
+        .normalised()
+    }
+
+    /// True when the workload could modify files with this grant.
+    pub fn modifies(&self) -> bool {
+        self.write || self.append
+    }
+
+    /// The level names, strongest first, for comments and reports.
+    pub fn names(&self) -> Vec<&'static str> {
+        let mut names = Vec::new();
+        if self.write {
+            names.push("write");
+        } else {
+            if self.read {
+                names.push("read");
+            }
+            if self.append {
+                names.push("append");
+            }
+            if !self.read && !self.append && self.search {
+                names.push("search");
+            }
+        }
+        if self.exec {
+            names.push("exec");
+        }
+        names
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Lifecycle {
+    #[default]
+    Persistent,
+    Ephemeral,
+    Cache,
+}
+
+impl Lifecycle {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Lifecycle::Persistent => "persistent",
+            Lifecycle::Ephemeral => "ephemeral",
+            Lifecycle::Cache => "cache",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Mount {
+    pub tmpfs: bool,
+    pub propagation: Option<Propagation>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Propagation {
+    Private,
+    Rprivate,
+    Shared,
+    Rshared,
+    Slave,
+    Rslave,
+}
+
+impl Propagation {
+    pub const ALL: [(&'static str, Propagation); 6] = [
+        ("private", Propagation::Private),
+        ("rprivate", Propagation::Rprivate),
+        ("shared", Propagation::Shared),
+        ("rshared", Propagation::Rshared),
+        ("slave", Propagation::Slave),
+        ("rslave", Propagation::Rslave),
+    ];
+
+    pub fn as_str(&self) -> &'static str {
+        Self::ALL.iter().find(|(_, p)| p == self).map(|(n, _)| *n).unwrap_or("private")
+    }
+}
+
+impl Layout {
+    pub fn domain(&self, index: usize) -> &Domain {
+        &self.domains[index]
+    }
+
+    /// The rule that labels `path`: the deepest layout path that is `path`
+    /// itself or a component-wise ancestor of it.
+    pub fn rule_for(&self, path: &str) -> Option<&PathRule> {
+        self.paths
+            .iter()
+            .filter(|rule| is_within(path, &rule.path))
+            .max_by_key(|rule| rule.path.len())
+    }
+
+    /// The protected rules, in layout order.
+    pub fn protected(&self) -> impl Iterator<Item = &PathRule> {
+        self.paths.iter().filter(|rule| rule.protected)
+    }
+
+    /// The `hostPath: true` roots, in layout order.
+    pub fn host_path_roots(&self) -> impl Iterator<Item = &PathRule> {
+        self.paths.iter().filter(|rule| rule.host_path)
+    }
+
+    pub fn workload_domains(&self) -> impl Iterator<Item = (usize, &Domain)> {
+        self.domains.iter().enumerate().filter(|(_, d)| d.workload)
+    }
+}
+
+/// Component-wise "is `path` equal to or below `root`": `/var/mntx` is not
+/// within `/var/mnt`. Both must be normalised absolute paths.
+pub fn is_within(path: &str, root: &str) -> bool {
+    if root == "/" {
+        return path.starts_with('/');
+    }
+    match path.strip_prefix(root) {
+        Some(rest) => rest.is_empty() || rest.starts_with('/'),
+        None => false,
+    }
+}
+
+/// The proper ancestors of a normalised absolute path, nearest first,
+/// excluding `/` itself: `/var/lib/etcd` → `/var/lib`, `/var`.
+pub fn ancestors(path: &str) -> impl Iterator<Item = &str> {
+    let mut current = path;
+    std::iter::from_fn(move || {
+        let cut = current.rfind('/')?;
+        if cut == 0 {
+            return None;
+        }
+        current = &current[..cut];
+        Some(current)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn within_is_component_wise() {
+        assert!(is_within("/var/mnt", "/var/mnt"));
+        assert!(is_within("/var/mnt/a", "/var/mnt"));
+        assert!(!is_within("/var/mntx", "/var/mnt"));
+        assert!(is_within("/var", "/"));
+        assert!(!is_within("/var", "/var/lib"));
+    }
+
+    #[test]
+    fn ancestors_nearest_first() {
+        assert_eq!(ancestors("/var/lib/etcd").collect::<Vec<_>>(), ["/var/lib", "/var"]);
+        assert_eq!(ancestors("/var").count(), 0);
+    }
+
+    #[test]
+    fn access_levels_nest() {
+        let write = Access { write: true, ..Access::default() }.normalised();
+        assert!(write.read && write.append && write.search);
+        let read_exec = Access { read: true, exec: true, ..Access::default() }.normalised();
+        assert_eq!(read_exec.names(), ["read", "exec"]);
+        assert!(!read_exec.modifies());
+    }
+}

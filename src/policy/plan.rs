@@ -1,0 +1,276 @@
+//! What the generated module says, decided in Rust: which types to declare,
+//! which allow rules each path needs, which traversal rules the ancestors
+//! need, and which neverallows prove the protections. The template only
+//! prints this plan, so every decision here is unit-testable without CIL.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use crate::model::{ancestors, Access, Layout, PathRule};
+
+/// The whole module, ready for the template.
+#[derive(Debug, Serialize)]
+pub struct ModulePlan {
+    pub module: String,
+    pub layout_name: String,
+    pub source: String,
+    pub description: Option<String>,
+    pub domains: Vec<DomainPlan>,
+    pub paths: Vec<PathPlan>,
+    pub traversals: Vec<Traversal>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct DomainPlan {
+    pub key: String,
+    pub type_name: String,
+    /// Declared by this module (false: the base policy has it).
+    pub declare: bool,
+    pub workload: bool,
+    pub trusted: bool,
+    /// Types of the domains this one may start.
+    pub transitions: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PathPlan {
+    pub path: String,
+    pub type_name: String,
+    /// First path labelled with this type and not a base type: declare it.
+    pub declare_type: bool,
+    pub summary: String,
+    pub description: Option<String>,
+    /// The `filecon` regex: the path escaped, plus `(/.*)?` for its subtree.
+    pub filecon: String,
+    pub allows: Vec<Allow>,
+    /// Present when the path is protected and this is the first path of
+    /// its type (the neverallow is per type).
+    pub protection: Option<Protection>,
+}
+
+#[derive(Debug, Serialize, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Allow {
+    pub domain: String,
+    pub target: String,
+    /// Name of the classpermission of the access level (`semanifest_write`).
+    pub permissions: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Protection {
+    /// Attribute of the domains allowed in: trusted ones and the granted ones.
+    pub granted_attribute: String,
+    pub granted: Vec<String>,
+    /// Attribute of every other domain; the neverallow's subject.
+    pub denied_attribute: String,
+}
+
+/// `search` on an unprotected ancestor's type, so a denial of a granted
+/// domain can only ever land on the path itself.
+#[derive(Debug, Serialize)]
+pub struct Traversal {
+    pub domain: String,
+    pub target: String,
+    /// The ancestor directories this rule opens, for the comment.
+    pub via: Vec<String>,
+    /// The paths it leads to.
+    pub towards: Vec<String>,
+}
+
+/// Classpermission names for each access level; defined in the template.
+fn level_permissions(access: Access) -> Vec<&'static str> {
+    let mut sets = Vec::new();
+    if access.write {
+        sets.push("semanifest_write");
+    } else {
+        if access.read {
+            sets.push("semanifest_read");
+        }
+        if access.append {
+            sets.push("semanifest_append");
+        }
+        if !access.read && !access.append && access.search {
+            sets.push("semanifest_search");
+        }
+    }
+    if access.exec {
+        sets.push("semanifest_exec");
+    }
+    sets
+}
+
+/// Escapes a normalised path so that libselinux's regex matches exactly it:
+/// every PCRE metacharacter gets a backslash. Non-meta punctuation is left
+/// alone because `\<`-style escapes mean different things to different
+/// regex engines.
+pub fn escape_regex(path: &str) -> String {
+    let mut out = String::with_capacity(path.len() + 8);
+    for c in path.chars() {
+        if matches!(c, '.' | '^' | '$' | '*' | '+' | '?' | '(' | ')' | '[' | ']' | '{' | '}' | '|' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The `filecon` regex covering a path and its whole subtree.
+pub fn subtree_regex(path: &str) -> String {
+    format!("{}(/.*)?", escape_regex(path))
+}
+
+pub fn plan(layout: &Layout, source: &str, description: Option<&str>) -> ModulePlan {
+    let domains = layout
+        .domains
+        .iter()
+        .map(|d| DomainPlan {
+            key: d.key.clone(),
+            type_name: d.type_name.clone(),
+            declare: !d.in_base,
+            workload: d.workload,
+            trusted: d.trusted,
+            transitions: d.transitions.iter().map(|&i| layout.domain(i).type_name.clone()).collect(),
+        })
+        .collect();
+
+    // What every domain holds directly, per target type: traversal rules
+    // below skip what a direct grant already covers.
+    let mut direct: BTreeMap<(usize, &str), Access> = BTreeMap::new();
+    for rule in &layout.paths {
+        for (&domain, &access) in &rule.access {
+            let entry = direct.entry((domain, rule.type_name.as_str())).or_default();
+            *entry = entry.union(access);
+        }
+    }
+
+    let mut seen_types: BTreeSet<&str> = BTreeSet::new();
+    let mut protected_types: BTreeSet<&str> = BTreeSet::new();
+    let paths = layout
+        .paths
+        .iter()
+        .map(|rule| {
+            let first_of_type = seen_types.insert(&rule.type_name);
+            let declare_type = first_of_type && !rule.type_in_base;
+            let mut allows: Vec<Allow> = rule
+                .access
+                .iter()
+                .flat_map(|(&domain, &access)| {
+                    let domain = &layout.domain(domain).type_name;
+                    level_permissions(access).into_iter().map(move |permissions| Allow {
+                        domain: domain.clone(),
+                        target: rule.type_name.clone(),
+                        permissions: permissions.to_owned(),
+                    })
+                })
+                .collect();
+            // A type shared by several paths gets its rules once.
+            if !first_of_type {
+                allows.clear();
+            }
+            let protection = (rule.protected && protected_types.insert(&rule.type_name)).then(|| {
+                let mut granted: Vec<String> = vec!["semanifest_trusted".to_owned()];
+                granted.extend(rule.access.keys().map(|&d| layout.domain(d).type_name.clone()));
+                Protection {
+                    granted_attribute: format!("{}_granted", rule.type_name),
+                    granted,
+                    denied_attribute: format!("{}_denied", rule.type_name),
+                }
+            });
+            PathPlan {
+                path: rule.path.clone(),
+                type_name: rule.type_name.clone(),
+                declare_type,
+                summary: summary(rule, layout),
+                description: rule.description.clone(),
+                filecon: subtree_regex(&rule.path),
+                allows,
+                protection,
+            }
+        })
+        .collect();
+
+    ModulePlan {
+        module: layout.module.clone(),
+        layout_name: layout.name.clone(),
+        source: source.to_owned(),
+        description: description.map(str::to_owned),
+        domains,
+        paths,
+        traversals: traversals(layout, &direct),
+    }
+}
+
+/// For every grant, `search` on the type of each unprotected ancestor
+/// directory that the layout labels. A protected ancestor is skipped: its
+/// neverallow wins, and the path is reached through a bind mount instead.
+fn traversals(layout: &Layout, direct: &BTreeMap<(usize, &str), Access>) -> Vec<Traversal> {
+    let mut needed: BTreeMap<(usize, String), (BTreeSet<String>, BTreeSet<String>)> = BTreeMap::new();
+    for rule in &layout.paths {
+        for &domain in rule.access.keys() {
+            for ancestor in ancestors(&rule.path) {
+                let Some(owner) = layout.rule_for(ancestor) else { continue };
+                if owner.protected {
+                    // Never opened by traversal; and nothing above it either,
+                    // so the walk stops here.
+                    break;
+                }
+                let held = direct.get(&(domain, owner.type_name.as_str())).copied().unwrap_or_default();
+                if held.search {
+                    continue;
+                }
+                let entry = needed.entry((domain, owner.type_name.clone())).or_default();
+                entry.0.insert(ancestor.to_owned());
+                entry.1.insert(rule.path.clone());
+            }
+        }
+    }
+    needed
+        .into_iter()
+        .map(|((domain, target), (via, towards))| Traversal {
+            domain: layout.domain(domain).type_name.clone(),
+            target,
+            via: via.into_iter().collect(),
+            towards: towards.into_iter().collect(),
+        })
+        .collect()
+}
+
+/// One line that says what a path is: type, grants and flags.
+fn summary(rule: &PathRule, layout: &Layout) -> String {
+    let mut parts = Vec::new();
+    for (&domain, access) in &rule.access {
+        parts.push(format!("{} {}", layout.domain(domain).key, access.names().join("+")));
+    }
+    let mut flags = Vec::new();
+    if rule.protected {
+        flags.push("protected".to_owned());
+    }
+    if rule.host_path {
+        flags.push("hostPath root".to_owned());
+    }
+    if rule.removable {
+        flags.push("removable".to_owned());
+    }
+    if rule.mount.tmpfs {
+        flags.push("tmpfs".to_owned());
+    }
+    if let Some(p) = rule.mount.propagation {
+        flags.push(format!("propagation {}", p.as_str()));
+    }
+    flags.push(rule.lifecycle.as_str().to_owned());
+    let access = if parts.is_empty() { "no direct grants".to_owned() } else { parts.join(", ") };
+    format!("{}; {}", access, flags.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_every_metacharacter() {
+        assert_eq!(escape_regex("/var/lib/a.b+c"), r"/var/lib/a\.b\+c");
+        assert_eq!(escape_regex("/x/(y)|[z]{1}$^*?\\"), r"/x/\(y\)\|\[z\]\{1\}\$\^\*\?\\");
+        assert_eq!(subtree_regex("/var/mnt"), "/var/mnt(/.*)?");
+    }
+}

@@ -1,0 +1,241 @@
+//! One test per manifest rule of DESIGN §2: the rule fires, with its message,
+//! at the exact line:column of the offending value. Each case is a whole
+//! manifest so the positions can be read off the text.
+
+use semanifest::diag::{Diagnostic, Severity, Source};
+use semanifest::manifest;
+use semanifest::policy;
+
+/// Every diagnostic for `yaml`: (severity, code, "line:col", message).
+fn diagnose(yaml: &str) -> Vec<(Severity, &'static str, String, String)> {
+    let source = Source::new("layout.yaml", yaml);
+    let list: Vec<Diagnostic> = match manifest::parse(source, &policy::base_facts()) {
+        Ok(parsed) => parsed.warnings,
+        Err(report) => report.diagnostics,
+    };
+    list.into_iter()
+        .map(|d| (d.severity, d.code, format!("{}:{}", d.pos.line, d.pos.column), d.message))
+        .collect()
+}
+
+/// Asserts exactly one error with this code, position and message fragment.
+fn assert_error(yaml: &str, code: &str, at: &str, message: &str) {
+    let found = diagnose(yaml);
+    let errors: Vec<_> = found.iter().filter(|d| d.0 == Severity::Error).collect();
+    assert_eq!(errors.len(), 1, "expected one error, got {found:#?}");
+    let (_, got_code, got_at, got_message) = errors[0];
+    assert_eq!((*got_code, got_at.as_str()), (code, at), "{found:#?}");
+    assert!(got_message.contains(message), "message {got_message:?} lacks {message:?}");
+}
+
+const HEAD: &str = "apiVersion: semanifest.io/v1\nkind: Layout\nmetadata:\n  name: t\nspec:\n  domains:\n    etcd: { type: etcd_t }\n    pods: { type: container_t, workload: true }\n  paths:\n";
+// HEAD is 9 lines; the first path entry starts on line 10.
+
+fn with_paths(paths: &str) -> String {
+    format!("{HEAD}{paths}")
+}
+
+#[test]
+fn control_a_valid_manifest_has_no_diagnostics() {
+    let yaml = with_paths(
+        "    - path: /var/lib/etcd\n      type: etcd_var_t\n      access: { etcd: write }\n      protected: true\n    - path: /var/mnt\n      type: var_mnt_t\n      access: { pods: write }\n      hostPath: true\n",
+    );
+    assert_eq!(diagnose(&yaml), vec![]);
+}
+
+#[test]
+fn unknown_field() {
+    let yaml = with_paths("    - path: /var/lib/etcd\n      type: etcd_var_t\n      protectd: true\n");
+    assert_error(&yaml, "yaml", "12:7", "unknown field `protectd`");
+}
+
+#[test]
+fn duplicate_key() {
+    let yaml = with_paths("    - path: /var/lib/etcd\n      type: etcd_var_t\n      type: other_t\n");
+    assert_error(&yaml, "yaml", "12:7", "duplicate mapping key: type");
+}
+
+#[test]
+fn strict_booleans() {
+    let yaml = with_paths("    - path: /var/lib/etcd\n      type: etcd_var_t\n      protected: yes\n");
+    assert_error(&yaml, "yaml", "12:18", "boolean");
+}
+
+#[test]
+fn wrong_type_for_paths() {
+    let yaml = format!("{HEAD}    path: /var\n");
+    let found = diagnose(&yaml);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0].1, "yaml");
+    assert_eq!(found[0].2, "10:5");
+}
+
+#[test]
+fn api_version_and_kind() {
+    let yaml = "apiVersion: v1\nkind: Layout\nmetadata:\n  name: t\nspec:\n  domains: {}\n  paths: []\n";
+    assert_error(yaml, "api-version", "1:13", "unsupported apiVersion `v1`");
+    let yaml = "apiVersion: semanifest.io/v1\nkind: Pod\nmetadata:\n  name: t\nspec:\n  domains: {}\n  paths: []\n";
+    assert_error(yaml, "kind", "2:7", "unsupported kind `Pod`");
+}
+
+#[test]
+fn metadata_name() {
+    let yaml = "apiVersion: semanifest.io/v1\nkind: Layout\nmetadata:\n  name: Bad_Name\nspec:\n  domains: {}\n  paths: []\n";
+    assert_error(yaml, "metadata-name", "4:9", "invalid layout name");
+}
+
+#[test]
+fn duplicate_path() {
+    let yaml = with_paths(
+        "    - path: /var/lib/etcd\n      type: etcd_var_t\n    - path: /var/lib/etcd\n      type: etcd_var_t\n",
+    );
+    assert_error(&yaml, "path-duplicate", "12:13", "declared twice");
+}
+
+#[test]
+fn non_normalised_paths() {
+    for (path, column) in [("/var//lib", 13), ("/var/./lib", 13), ("/var/lib/", 13), ("/var/../etc", 13)] {
+        let yaml = with_paths(&format!("    - path: {path}\n      type: var_lib_t\n"));
+        assert_error(&yaml, "path-not-normalised", &format!("10:{column}"), "is not normalised");
+    }
+}
+
+#[test]
+fn relative_path() {
+    let yaml = with_paths("    - path: var/lib\n      type: var_lib_t\n");
+    assert_error(&yaml, "path-relative", "10:13", "is relative");
+}
+
+#[test]
+fn non_ascii_and_whitespace_in_paths() {
+    let yaml = with_paths("    - path: /var/lïb\n      type: var_lib_t\n");
+    assert_error(&yaml, "path-character", "10:13", "non-ASCII");
+    let yaml = with_paths("    - path: \"/var/my lib\"\n      type: var_lib_t\n");
+    assert_error(&yaml, "path-character", "10:13", "a space");
+    let yaml = with_paths("    - path: \"/var/a\\tb\"\n      type: var_lib_t\n");
+    assert_error(&yaml, "path-character", "10:13", "control character");
+}
+
+#[test]
+fn type_name_syntax() {
+    for bad in ["EtcdVar_t", "etcd_var", "9etcd_t", "etcd-var_t"] {
+        let yaml = with_paths(&format!("    - path: /var/lib/etcd\n      type: {bad}\n"));
+        assert_error(&yaml, "type-name", "11:13", "invalid type name");
+    }
+}
+
+#[test]
+fn shared_type_must_agree() {
+    let yaml = with_paths(
+        "    - path: /var/a\n      type: shared_t\n      access: { etcd: read }\n    - path: /var/b\n      type: shared_t\n      access: { etcd: write }\n",
+    );
+    assert_error(&yaml, "type-shared", "13:13", "their access differ");
+    // Control: agreeing paths may share a type.
+    let yaml = with_paths(
+        "    - path: /var/a\n      type: shared_t\n      access: { etcd: read }\n    - path: /var/b\n      type: shared_t\n      access: { etcd: read }\n",
+    );
+    assert!(diagnose(&yaml).iter().all(|d| d.0 != Severity::Error));
+}
+
+#[test]
+fn base_policy_type_needs_declaration() {
+    let yaml = with_paths("    - path: /var/run\n      type: tmpfs_t\n");
+    assert_error(&yaml, "base-type", "11:13", "is a type of the base policy");
+    // Control: declared as the base's type, it is accepted.
+    let yaml = with_paths("    - path: /var/run\n      type: tmpfs_t\n      baseType: true\n");
+    assert!(diagnose(&yaml).iter().all(|d| d.0 != Severity::Error), "{:#?}", diagnose(&yaml));
+    let yaml = with_paths("    - path: /var/run\n      type: my_run_t\n      baseType: true\n");
+    assert_error(&yaml, "base-type", "12:17", "base policy has no type");
+}
+
+#[test]
+fn domain_type_cannot_label_files() {
+    let yaml = with_paths("    - path: /var/lib/etcd\n      type: etcd_t\n");
+    assert_error(&yaml, "type-is-domain", "11:13", "is a domain's type");
+}
+
+#[test]
+fn unused_domain_is_a_warning() {
+    let yaml = with_paths("    - path: /var/lib/etcd\n      type: etcd_var_t\n      access: { etcd: write }\n");
+    let found = diagnose(&yaml);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0].0, Severity::Warning);
+    assert_eq!((found[0].1, found[0].2.as_str()), ("domain-unused", "8:5"));
+    assert!(found[0].3.contains("`pods`"));
+}
+
+#[test]
+fn access_levels() {
+    let yaml = with_paths("    - path: /var/a\n      type: a_t\n      access: { etcd: rw }\n");
+    assert_error(&yaml, "access-level", "12:23", "unknown access level `rw`");
+    let yaml = with_paths("    - path: /var/a\n      type: a_t\n      access: { etcd: [read, exec], pods: append }\n");
+    assert!(diagnose(&yaml).iter().all(|d| d.0 != Severity::Error), "{:#?}", diagnose(&yaml));
+}
+
+#[test]
+fn access_for_unknown_domain() {
+    let yaml = with_paths("    - path: /var/a\n      type: a_t\n      access: { kubelet: read }\n");
+    assert_error(&yaml, "unknown-domain", "12:17", "unknown domain `kubelet`");
+}
+
+#[test]
+fn workload_cannot_be_trusted() {
+    let yaml = "apiVersion: semanifest.io/v1\nkind: Layout\nmetadata:\n  name: t\nspec:\n  domains:\n    pods: { type: container_t, workload: true, trusted: true }\n  paths: []\n";
+    assert_error(yaml, "workload-trusted", "7:57", "cannot be trusted");
+}
+
+#[test]
+fn workload_never_in_protected_access() {
+    let yaml = with_paths("    - path: /var/lib/etcd\n      type: etcd_var_t\n      access: { etcd: write, pods: read }\n      protected: true\n");
+    assert_error(&yaml, "protected-workload", "13:18", "grants access to workload domain `pods`");
+}
+
+#[test]
+fn workload_never_reaches_protected_through_transitions() {
+    let yaml = "apiVersion: semanifest.io/v1\nkind: Layout\nmetadata:\n  name: t\nspec:\n  domains:\n    pods: { type: container_t, workload: true, transitions: [helper] }\n    helper: { type: helper_t, transitions: [etcd] }\n    etcd: { type: etcd_t }\n  paths:\n    - path: /var/lib/etcd\n      type: etcd_var_t\n      access: { etcd: write }\n      protected: true\n";
+    assert_error(yaml, "workload-transition", "7:5", "through transitions pods → helper → etcd");
+}
+
+#[test]
+fn protected_cannot_be_hostpath_removable_or_below_a_root() {
+    let yaml = with_paths("    - path: /var/lib/etcd\n      type: etcd_var_t\n      protected: true\n      hostPath: true\n      access: { etcd: write }\n");
+    assert_error(&yaml, "protected-hostpath", "12:18", "cannot be a hostPath root");
+    let yaml = with_paths("    - path: /var/lib/etcd\n      type: etcd_var_t\n      protected: true\n      removable: true\n      access: { etcd: write }\n");
+    assert_error(&yaml, "protected-removable", "12:18", "cannot be removable");
+    let yaml = with_paths("    - path: /var/mnt\n      type: var_mnt_t\n      hostPath: true\n      access: { pods: write }\n    - path: /var/mnt/secret\n      type: etcd_var_t\n      protected: true\n      access: { etcd: write }\n");
+    assert_error(&yaml, "protected-under-hostpath", "16:18", "is below hostPath root `/var/mnt`");
+}
+
+#[test]
+fn mode_and_owner() {
+    let yaml = with_paths("    - path: /var/a\n      type: a_t\n      mode: \"0789\"\n      access: { etcd: read }\n");
+    assert_error(&yaml, "mode", "12:13", "invalid mode");
+    let yaml = with_paths("    - path: /var/a\n      type: a_t\n      owner: \"1000:x\"\n      access: { etcd: read }\n");
+    assert_error(&yaml, "owner", "12:14", "invalid owner");
+}
+
+#[test]
+fn lifecycle_and_propagation_values() {
+    let yaml = with_paths("    - path: /var/a\n      type: a_t\n      lifecycle: forever\n      access: { etcd: read }\n");
+    assert_error(&yaml, "lifecycle", "12:18", "unknown lifecycle `forever`");
+    let yaml = with_paths("    - path: /var/a\n      type: a_t\n      mount: { propagation: bidirectional }\n      access: { etcd: read }\n");
+    assert_error(&yaml, "propagation", "12:29", "unknown propagation");
+}
+
+#[test]
+fn all_errors_of_the_rules_phase_are_reported_together() {
+    let yaml = with_paths("    - path: var/a\n      type: A_t\n    - path: /var//b\n      type: b_t\n      access: { nobody: read }\n");
+    let codes: Vec<&str> = diagnose(&yaml).iter().filter(|d| d.0 == Severity::Error).map(|d| d.1).collect();
+    assert_eq!(codes, ["path-relative", "type-name", "path-not-normalised", "unknown-domain"]);
+}
+
+#[test]
+fn rendered_errors_carry_file_line_column_and_snippet() {
+    let yaml = with_paths("    - path: /var//lib\n      type: var_lib_t\n");
+    let report = manifest::parse(Source::new("node.yaml", yaml), &policy::base_facts()).unwrap_err();
+    let text = report.to_string();
+    assert!(text.contains("node.yaml:10:13: error[path-not-normalised]: path `/var//lib` is not normalised\n"), "{text}");
+    assert!(text.ends_with("node.yaml: 1 error found"), "{text}");
+    assert!(text.contains("10 |     - path: /var//lib\n   |             ^^^^^^^^^\n"), "{text}");
+    assert!(text.contains("help: write `/var/lib`"), "{text}");
+}
