@@ -3,6 +3,7 @@
 
 mod build;
 mod layout;
+mod lookup;
 
 use std::process::ExitCode;
 
@@ -41,6 +42,7 @@ enum Command {
     Build(build::Args),
     #[command(subcommand)]
     Layout(layout::Command),
+    Lookup(lookup::LookupArgs),
 }
 
 pub fn run() -> ExitCode {
@@ -49,6 +51,7 @@ pub fn run() -> ExitCode {
     let result = match cli.command {
         Command::Build(args) => build::run(args),
         Command::Layout(command) => layout::run(command),
+        Command::Lookup(args) => return lookup::main(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -1,0 +1,76 @@
+//! Micro-benchmark: lookups per second of semanifest's file_contexts engine
+//! versus libselinux 3.4's `selabel_lookup`, single thread, same keys, on
+//! Debian's policy (or the file given as first argument).
+//!
+//!     cargo run --release --example lookup_bench [FC] [KEYS]
+//!
+//! Keys are the differential tests' generated paths (real-looking and
+//! hostile), each looked up as a regular file. Both engines are warmed up
+//! first (libselinux compiles regexes lazily; our lazy DFA fills its cache).
+//! Answers are compared too, so a fast wrong engine cannot win.
+
+#[path = "../tests/common/fc_oracle.rs"]
+mod fc_oracle;
+#[path = "../tests/common/path_gen.rs"]
+mod path_gen;
+
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use semanifest::fcontext::{FileContexts, FileKind};
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let fc = PathBuf::from(
+        args.next().unwrap_or_else(|| "/etc/selinux/default/contexts/files/file_contexts".to_owned()),
+    );
+    let count: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(50_000);
+
+    let read = |suffix: &str| {
+        let mut name = fc.as_os_str().to_owned();
+        name.push(suffix);
+        std::fs::read_to_string(&name).unwrap_or_default()
+    };
+    let vocabulary = path_gen::Vocabulary::new(&[&read(""), &read(".homedirs")], &[&read(".subs_dist")]);
+    let keys = vocabulary.keys(&mut path_gen::Rng::new(0xBE4C), count);
+    let kind = FileKind::File;
+
+    let started = Instant::now();
+    let ours = FileContexts::load(&fc).unwrap_or_else(|error| panic!("{error}"));
+    let our_load = started.elapsed();
+    let started = Instant::now();
+    let theirs = fc_oracle::LibSelinux::open(&fc).unwrap_or_else(|error| panic!("{error}"));
+    let their_load = started.elapsed();
+
+    // Warm-up and agreement check on the same keys.
+    let mismatches = keys
+        .iter()
+        .filter(|key| fc_oracle::our_answer(&ours, key, kind) != theirs.lookup(key, kind))
+        .count();
+
+    let rounds = 5;
+    let started = Instant::now();
+    for _ in 0..rounds {
+        for key in &keys {
+            black_box(ours.lookup(black_box(key), kind));
+        }
+    }
+    let our_rate = (rounds * keys.len()) as f64 / started.elapsed().as_secs_f64();
+
+    let started = Instant::now();
+    for key in &keys {
+        black_box(theirs.lookup(black_box(key), kind));
+    }
+    let their_rate = keys.len() as f64 / started.elapsed().as_secs_f64();
+
+    println!("file_contexts: {} ({} specs), {} keys, mode file", fc.display(), ours.len(), keys.len());
+    println!("load:       semanifest {:>8.1} ms   libselinux {:>8.1} ms", our_load.as_secs_f64() * 1e3, their_load.as_secs_f64() * 1e3);
+    println!("semanifest: {our_rate:>12.0} lookups/s  ({:.2} µs/lookup)", 1e6 / our_rate);
+    println!("libselinux: {their_rate:>12.0} lookups/s  ({:.2} µs/lookup)", 1e6 / their_rate);
+    println!("ratio:      {:>12.1}x  (target >= 50x)", our_rate / their_rate);
+    println!("mismatches: {mismatches}");
+    if mismatches > 0 {
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,714 @@
+//! Translation of libselinux's regex dialect (PCRE2 10.42, compiled as
+//! `^SPEC$` with `PCRE2_DOTALL` only, 8-bit, no UTF) into `regex` crate syntax.
+//!
+//! Invariant: a pattern is either translated into a Rust pattern that accepts
+//! exactly the same byte strings as PCRE2 would, or rejected with a reason.
+//! Nothing is translated "approximately". The translation is therefore done by
+//! a small parser of our own that knows the PCRE2 subset we accept and emits
+//! every literal as `\xHH` and every class as an explicit byte set, so no Rust
+//! syntax rule (nested classes, `&&`/`--`/`~~` set operations, escapes) can
+//! change the meaning.
+//!
+//! Only a match/no-match answer is ever needed, so laziness and capture groups
+//! are irrelevant, and since every accepted construct is regular the answer
+//! does not depend on backtracking versus automaton matching.
+//!
+//! PCRE2's `$` (and `\Z`) matches at the end *or before a final newline*.
+//! Rust has no such assertion; when nothing but other end anchors can follow
+//! it, consuming an optional `\n` and asserting the absolute end (`\n?\z`)
+//! accepts exactly the same strings. Anywhere else the pattern is rejected.
+
+use std::fmt::Write as _;
+
+/// Deepest group nesting accepted (PCRE2's own default limit is 250); it also
+/// bounds this parser's recursion.
+const MAX_NESTING: usize = 200;
+
+/// Largest counted repeat accepted: larger ones blow up automaton sizes and
+/// no file_contexts needs them.
+const MAX_REPEAT: u32 = 1000;
+
+/// Why a spec's regex cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DialectError {
+    pub problem: String,
+}
+
+impl DialectError {
+    fn new(problem: impl Into<String>) -> Self {
+        Self {
+            problem: problem.into(),
+        }
+    }
+}
+
+type Result<T> = std::result::Result<T, DialectError>;
+
+/// A set of bytes (a character class over the 256 byte values).
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct ByteSet([u64; 4]);
+
+impl ByteSet {
+    const EMPTY: ByteSet = ByteSet([0; 4]);
+    const ALL: ByteSet = ByteSet([u64::MAX; 4]);
+
+    fn insert(&mut self, byte: u8) {
+        self.0[usize::from(byte >> 6)] |= 1 << (byte & 63);
+    }
+
+    fn insert_range(&mut self, low: u8, high: u8) {
+        for byte in low..=high {
+            self.insert(byte);
+        }
+    }
+
+    fn contains(&self, byte: u8) -> bool {
+        self.0[usize::from(byte >> 6)] & (1 << (byte & 63)) != 0
+    }
+
+    fn union(&mut self, other: &ByteSet) {
+        for (mine, theirs) in self.0.iter_mut().zip(other.0.iter()) {
+            *mine |= theirs;
+        }
+    }
+
+    fn complement(&self) -> ByteSet {
+        ByteSet(self.0.map(|word| !word))
+    }
+
+    fn of(bytes: &[u8]) -> ByteSet {
+        let mut set = ByteSet::EMPTY;
+        for &byte in bytes {
+            set.insert(byte);
+        }
+        set
+    }
+
+    fn of_ranges(ranges: &[(u8, u8)]) -> ByteSet {
+        let mut set = ByteSet::EMPTY;
+        for &(low, high) in ranges {
+            set.insert_range(low, high);
+        }
+        set
+    }
+
+    /// Emits the set as a Rust byte class made of `\xHH` ranges only.
+    fn emit(&self, out: &mut String) {
+        if *self == ByteSet::EMPTY {
+            // An empty class matches nothing; `regex` accepts this spelling.
+            out.push_str(r"[^\x00-\xFF]");
+            return;
+        }
+        out.push('[');
+        let mut byte: u16 = 0;
+        while byte < 256 {
+            let start = byte as u8;
+            if !self.contains(start) {
+                byte += 1;
+                continue;
+            }
+            let mut end = start;
+            while end < 255 && self.contains(end + 1) {
+                end += 1;
+            }
+            if start == end {
+                let _ = write!(out, r"\x{start:02X}");
+            } else {
+                let _ = write!(out, r"\x{start:02X}-\x{end:02X}");
+            }
+            byte = u16::from(end) + 1;
+        }
+        out.push(']');
+    }
+}
+
+/// PCRE2's `\d`, `\s`, `\w` with its default (C locale) character tables.
+fn digit_set() -> ByteSet {
+    ByteSet::of_ranges(&[(b'0', b'9')])
+}
+fn space_set() -> ByteSet {
+    // PCRE2 (since 10.0) includes VT (0x0B) in \s.
+    ByteSet::of(b"\t\n\x0B\x0C\r ")
+}
+fn word_set() -> ByteSet {
+    ByteSet::of_ranges(&[(b'0', b'9'), (b'A', b'Z'), (b'a', b'z'), (b'_', b'_')])
+}
+
+#[derive(Debug)]
+enum Node {
+    Empty,
+    Set(Box<ByteSet>),
+    /// `^` and `\A`: start of subject (no multiline mode).
+    Start,
+    /// `$` and `\Z`: end of subject or before a final newline.
+    EndOrFinalNewline,
+    /// `\z`: end of subject.
+    End,
+    WordBoundary,
+    NotWordBoundary,
+    Group(Box<Node>),
+    Repeat {
+        node: Box<Node>,
+        min: u32,
+        max: Option<u32>,
+    },
+    Concat(Vec<Node>),
+    Alternation(Vec<Node>),
+}
+
+impl std::fmt::Debug for ByteSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut text = String::new();
+        self.emit(&mut text);
+        f.write_str(&text)
+    }
+}
+
+impl Node {
+    /// True if the node can only ever be followed safely by a translated `$`:
+    /// it is made of `$` anchors (or nothing) alone.
+    fn is_end_anchors_only(&self) -> bool {
+        match self {
+            Node::Empty | Node::EndOrFinalNewline => true,
+            Node::Group(inner) => inner.is_end_anchors_only(),
+            Node::Concat(items) => items.iter().all(Node::is_end_anchors_only),
+            Node::Alternation(branches) => branches.iter().all(Node::is_end_anchors_only),
+            _ => false,
+        }
+    }
+}
+
+/// Translates one file_contexts spec (the path-regex field, as written) into a
+/// Rust pattern equivalent to libselinux's `^SPEC$` under PCRE2.
+pub fn translate(spec: &[u8]) -> Result<String> {
+    let mut anchored = Vec::with_capacity(spec.len() + 2);
+    anchored.push(b'^');
+    anchored.extend_from_slice(spec);
+    anchored.push(b'$');
+    let mut parser = Parser {
+        pattern: &anchored,
+        pos: 0,
+    };
+    let tree = parser.parse_alternation(0)?;
+    if parser.pos != anchored.len() {
+        // Only an unmatched `)` stops the top level early.
+        return Err(DialectError::new(
+            "unmatched `)` (PCRE2 refuses this regex)",
+        ));
+    }
+    let mut out = String::with_capacity(anchored.len() * 4);
+    emit(&tree, true, &mut out)?;
+    Ok(out)
+}
+
+/// Emits `node`; `at_tail` says that only end anchors can follow it.
+fn emit(node: &Node, at_tail: bool, out: &mut String) -> Result<()> {
+    match node {
+        Node::Empty => {}
+        Node::Set(set) => set.emit(out),
+        Node::Start => out.push_str(r"\A"),
+        Node::End => out.push_str(r"\z"),
+        Node::EndOrFinalNewline => {
+            if !at_tail {
+                return Err(DialectError::new(
+                    "`$` (or `\\Z`) followed by more pattern: PCRE2 lets it match before a \
+                     final newline, which cannot be reproduced exactly here",
+                ));
+            }
+            out.push_str(r"(?:\x0A?\z)");
+        }
+        Node::WordBoundary => out.push_str(r"(?-u:\b)"),
+        Node::NotWordBoundary => out.push_str(r"(?-u:\B)"),
+        Node::Group(inner) => {
+            out.push_str("(?:");
+            emit(inner, at_tail, out)?;
+            out.push(')');
+        }
+        Node::Repeat { node, min, max } => {
+            // A repeated group is followed by itself: it is at the tail only if
+            // it cannot repeat or is itself made of end anchors.
+            let inner_tail =
+                at_tail && (matches!(max, Some(0 | 1)) || node.is_end_anchors_only());
+            out.push_str("(?:");
+            emit(node, inner_tail, out)?;
+            out.push(')');
+            match max {
+                Some(max) if max == min => {
+                    let _ = write!(out, "{{{min}}}");
+                }
+                Some(max) => {
+                    let _ = write!(out, "{{{min},{max}}}");
+                }
+                None => {
+                    let _ = write!(out, "{{{min},}}");
+                }
+            }
+        }
+        Node::Concat(items) => {
+            for (index, item) in items.iter().enumerate() {
+                let rest_is_anchors = items[index + 1..].iter().all(Node::is_end_anchors_only);
+                emit(item, at_tail && rest_is_anchors, out)?;
+            }
+        }
+        Node::Alternation(branches) => {
+            out.push_str("(?:");
+            for (index, branch) in branches.iter().enumerate() {
+                if index > 0 {
+                    out.push('|');
+                }
+                emit(branch, at_tail, out)?;
+            }
+            out.push(')');
+        }
+    }
+    Ok(())
+}
+
+struct Parser<'a> {
+    pattern: &'a [u8],
+    pos: usize,
+}
+
+/// One element of a class, before ranges are resolved.
+enum ClassItem {
+    Byte(u8),
+    /// A class escape such as `\d`: cannot be a range endpoint.
+    Set(ByteSet),
+}
+
+impl Parser<'_> {
+    fn peek(&self) -> Option<u8> {
+        self.pattern.get(self.pos).copied()
+    }
+
+    fn peek_at(&self, offset: usize) -> Option<u8> {
+        self.pattern.get(self.pos + offset).copied()
+    }
+
+    fn parse_alternation(&mut self, depth: usize) -> Result<Node> {
+        if depth > MAX_NESTING {
+            return Err(DialectError::new(format!(
+                "groups nested deeper than {MAX_NESTING}"
+            )));
+        }
+        let mut branches = vec![self.parse_concat(depth)?];
+        while self.peek() == Some(b'|') {
+            self.pos += 1;
+            branches.push(self.parse_concat(depth)?);
+        }
+        Ok(if branches.len() == 1 {
+            branches.pop().unwrap_or(Node::Empty)
+        } else {
+            Node::Alternation(branches)
+        })
+    }
+
+    fn parse_concat(&mut self, depth: usize) -> Result<Node> {
+        let mut items = Vec::new();
+        while let Some(byte) = self.peek() {
+            let (atom, repeatable) = match byte {
+                b'|' | b')' => break,
+                b'(' => (self.parse_group(depth)?, true),
+                b'[' => (Node::Set(Box::new(self.parse_class()?)), true),
+                b'\\' => self.parse_escape()?,
+                b'.' => {
+                    self.pos += 1;
+                    (Node::Set(Box::new(ByteSet::ALL)), true)
+                }
+                b'^' => {
+                    self.pos += 1;
+                    (Node::Start, false)
+                }
+                b'$' => {
+                    self.pos += 1;
+                    (Node::EndOrFinalNewline, false)
+                }
+                b'*' | b'+' | b'?' => {
+                    return Err(DialectError::new(format!(
+                        "`{}` does not follow a repeatable item (PCRE2 refuses this regex)",
+                        char::from(byte)
+                    )))
+                }
+                b'{' => {
+                    return Err(if self.counted_repeat_at(self.pos).is_some() {
+                        DialectError::new(
+                            "counted repeat `{...}` does not follow a repeatable item",
+                        )
+                    } else {
+                        literal_brace_error()
+                    })
+                }
+                other => {
+                    self.pos += 1;
+                    (Node::Set(Box::new(ByteSet::of(&[other]))), true)
+                }
+            };
+            let atom = self.parse_quantifier(atom, repeatable)?;
+            items.push(atom);
+        }
+        Ok(match items.len() {
+            0 => Node::Empty,
+            1 => items.pop().unwrap_or(Node::Empty),
+            _ => Node::Concat(items),
+        })
+    }
+
+    fn parse_group(&mut self, depth: usize) -> Result<Node> {
+        self.pos += 1; // `(`
+        match self.peek() {
+            Some(b'?') => {
+                if self.peek_at(1) == Some(b':') {
+                    self.pos += 2;
+                } else {
+                    return Err(DialectError::new(
+                        "`(?` group (lookaround, options, named or atomic group): \
+                         PCRE-only semantics are not supported",
+                    ));
+                }
+            }
+            Some(b'*') => {
+                return Err(DialectError::new(
+                    "`(*` (a PCRE2 verb or a quantifier with nothing to repeat) is not supported",
+                ))
+            }
+            _ => {}
+        }
+        let inner = self.parse_alternation(depth + 1)?;
+        if self.peek() != Some(b')') {
+            return Err(DialectError::new("missing `)` (PCRE2 refuses this regex)"));
+        }
+        self.pos += 1;
+        Ok(Node::Group(Box::new(inner)))
+    }
+
+    /// If a PCRE2 10.42 counted repeat (`{n}`, `{n,}`, `{n,m}`, digits only)
+    /// starts at `at`, returns (min, max, length). Anything else starting with
+    /// `{` is a literal in 10.42 (10.43 changed that), hence the caller's care.
+    fn counted_repeat_at(&self, at: usize) -> Option<(u64, Option<u64>, usize)> {
+        let rest = self.pattern.get(at..)?;
+        if rest.first() != Some(&b'{') {
+            return None;
+        }
+        let mut index = 1;
+        let digits = |index: &mut usize| -> Option<u64> {
+            let start = *index;
+            let mut value: u64 = 0;
+            while let Some(digit @ b'0'..=b'9') = rest.get(*index).copied() {
+                value = value.saturating_mul(10).saturating_add(u64::from(digit - b'0'));
+                *index += 1;
+            }
+            (*index > start).then_some(value)
+        };
+        let min = digits(&mut index)?;
+        let max = match rest.get(index) {
+            Some(b'}') => Some(min),
+            Some(b',') => {
+                index += 1;
+                digits(&mut index)
+            }
+            _ => return None,
+        };
+        if rest.get(index) != Some(&b'}') {
+            return None;
+        }
+        Some((min, max, index + 1))
+    }
+
+    fn parse_quantifier(&mut self, atom: Node, repeatable: bool) -> Result<Node> {
+        let (min, max) = match self.peek() {
+            Some(b'*') => {
+                self.pos += 1;
+                (0, None)
+            }
+            Some(b'+') => {
+                self.pos += 1;
+                (1, None)
+            }
+            Some(b'?') => {
+                self.pos += 1;
+                (0, Some(1))
+            }
+            Some(b'{') => match self.counted_repeat_at(self.pos) {
+                Some((min, max, length)) => {
+                    self.pos += length;
+                    if max.is_some_and(|max| max < min) {
+                        return Err(DialectError::new(
+                            "numbers out of order in `{n,m}` (PCRE2 refuses this regex)",
+                        ));
+                    }
+                    if min > u64::from(MAX_REPEAT) || max.is_some_and(|max| max > u64::from(MAX_REPEAT))
+                    {
+                        return Err(DialectError::new(format!(
+                            "counted repeat above {MAX_REPEAT} is not supported"
+                        )));
+                    }
+                    // Both fit in u32 after the check above.
+                    (min as u32, max.map(|max| max as u32))
+                }
+                None => return Err(literal_brace_error()),
+            },
+            _ => return Ok(atom),
+        };
+        if !repeatable {
+            return Err(DialectError::new(
+                "quantifier after an assertion (`^`, `$`, `\\b`...) is not supported",
+            ));
+        }
+        match self.peek() {
+            // Lazy: same set of matching strings.
+            Some(b'?') => self.pos += 1,
+            Some(b'+') => {
+                return Err(DialectError::new(
+                    "possessive quantifier (PCRE-only semantics) is not supported",
+                ))
+            }
+            _ => {}
+        }
+        if matches!(self.peek(), Some(b'*' | b'+' | b'?'))
+            || self.counted_repeat_at(self.pos).is_some()
+        {
+            return Err(DialectError::new("quantifier following a quantifier is not supported"));
+        }
+        Ok(Node::Repeat {
+            node: Box::new(atom),
+            min,
+            max,
+        })
+    }
+
+    /// Escape outside a class; returns the node and whether it can be repeated.
+    fn parse_escape(&mut self) -> Result<(Node, bool)> {
+        self.pos += 1; // `\`
+        let Some(byte) = self.peek() else {
+            // Cannot happen: the pattern always ends with the appended `$`.
+            return Err(DialectError::new("`\\` at the end of the pattern"));
+        };
+        self.pos += 1;
+        let set = |set: ByteSet| Ok((Node::Set(Box::new(set)), true));
+        match byte {
+            b'd' => set(digit_set()),
+            b'D' => set(digit_set().complement()),
+            b's' => set(space_set()),
+            b'S' => set(space_set().complement()),
+            b'w' => set(word_set()),
+            b'W' => set(word_set().complement()),
+            b'b' => Ok((Node::WordBoundary, false)),
+            b'B' => Ok((Node::NotWordBoundary, false)),
+            b'A' => Ok((Node::Start, false)),
+            b'z' => Ok((Node::End, false)),
+            b'Z' => Ok((Node::EndOrFinalNewline, false)),
+            _ => match self.escaped_byte(byte, false)? {
+                Some(literal) => set(ByteSet::of(&[literal])),
+                None => Err(unsupported_escape(byte)),
+            },
+        }
+    }
+
+    /// The byte an escape stands for, if it is a plain-byte escape: any
+    /// non-alphanumeric character, `\t \n \r \f \e \a`, `\xHH` (two hex
+    /// digits), and in a class `\b` (backspace).
+    fn escaped_byte(&mut self, byte: u8, in_class: bool) -> Result<Option<u8>> {
+        Ok(Some(match byte {
+            b't' => b'\t',
+            b'n' => b'\n',
+            b'r' => b'\r',
+            b'f' => 0x0C,
+            b'e' => 0x1B,
+            b'a' => 0x07,
+            b'b' if in_class => 0x08,
+            b'x' => {
+                let high = self.peek().and_then(hex_value);
+                let low = self.peek_at(1).and_then(hex_value);
+                match (high, low) {
+                    (Some(high), Some(low)) => {
+                        self.pos += 2;
+                        (high << 4) | low
+                    }
+                    _ => {
+                        return Err(DialectError::new(
+                            "`\\x` escape: only the two-hex-digit form `\\xHH` is supported",
+                        ))
+                    }
+                }
+            }
+            other if !other.is_ascii_alphanumeric() => other,
+            _ => return Ok(None),
+        }))
+    }
+
+    fn parse_class(&mut self) -> Result<ByteSet> {
+        self.pos += 1; // `[`
+        let negated = self.peek() == Some(b'^');
+        if negated {
+            self.pos += 1;
+        }
+        let mut items: Vec<ClassItem> = Vec::new();
+        let mut first = true;
+        loop {
+            let Some(byte) = self.peek() else {
+                return Err(DialectError::new(
+                    "missing `]` at the end of a class (PCRE2 refuses this regex)",
+                ));
+            };
+            if byte == b']' && !first {
+                self.pos += 1;
+                break;
+            }
+            first = false;
+            let item = self.parse_class_item()?;
+            // A `-` between two single bytes makes a range; at the start or
+            // just before `]` it is a literal. Other placements are errors or
+            // Perl-compatibility corners in PCRE2: refuse them.
+            if self.peek() == Some(b'-') && self.peek_at(1) != Some(b']') && self.peek_at(1).is_some() {
+                let ClassItem::Byte(low) = item else {
+                    return Err(DialectError::new(
+                        "`-` after a class escape such as `\\d` inside `[...]` is not supported",
+                    ));
+                };
+                self.pos += 1; // `-`
+                let ClassItem::Byte(high) = self.parse_class_item()? else {
+                    return Err(DialectError::new(
+                        "class escape as a range end inside `[...]` (PCRE2 refuses this regex)",
+                    ));
+                };
+                if high < low {
+                    return Err(DialectError::new(
+                        "range out of order in a class (PCRE2 refuses this regex)",
+                    ));
+                }
+                if self.peek() == Some(b'-') && self.peek_at(1) != Some(b']') {
+                    return Err(DialectError::new(
+                        "`-` right after a range inside `[...]` is ambiguous and not supported",
+                    ));
+                }
+                items.push(ClassItem::Set(ByteSet::of_ranges(&[(low, high)])));
+            } else {
+                items.push(item);
+            }
+        }
+        let mut set = ByteSet::EMPTY;
+        for item in items {
+            match item {
+                ClassItem::Byte(byte) => set.insert(byte),
+                ClassItem::Set(other) => set.union(&other),
+            }
+        }
+        Ok(if negated { set.complement() } else { set })
+    }
+
+    fn parse_class_item(&mut self) -> Result<ClassItem> {
+        let Some(byte) = self.peek() else {
+            return Err(DialectError::new("missing `]` at the end of a class"));
+        };
+        self.pos += 1;
+        match byte {
+            b'[' if matches!(self.peek(), Some(b':' | b'.' | b'=')) => Err(DialectError::new(
+                "POSIX class or collating element (`[:...:]`) inside `[...]` is not supported",
+            )),
+            b'\\' => {
+                let Some(escaped) = self.peek() else {
+                    return Err(DialectError::new("missing `]` at the end of a class"));
+                };
+                self.pos += 1;
+                match escaped {
+                    b'd' => Ok(ClassItem::Set(digit_set())),
+                    b'D' => Ok(ClassItem::Set(digit_set().complement())),
+                    b's' => Ok(ClassItem::Set(space_set())),
+                    b'S' => Ok(ClassItem::Set(space_set().complement())),
+                    b'w' => Ok(ClassItem::Set(word_set())),
+                    b'W' => Ok(ClassItem::Set(word_set().complement())),
+                    _ => match self.escaped_byte(escaped, true)? {
+                        Some(literal) => Ok(ClassItem::Byte(literal)),
+                        None => Err(unsupported_escape(escaped)),
+                    },
+                }
+            }
+            other => Ok(ClassItem::Byte(other)),
+        }
+    }
+}
+
+fn hex_value(byte: u8) -> Option<u8> {
+    match byte {
+        b'0'..=b'9' => Some(byte - b'0'),
+        b'a'..=b'f' => Some(byte - b'a' + 10),
+        b'A'..=b'F' => Some(byte - b'A' + 10),
+        _ => None,
+    }
+}
+
+fn literal_brace_error() -> DialectError {
+    DialectError::new(
+        "`{` that does not start a counted repeat `{n}`, `{n,}` or `{n,m}`: PCRE2 10.42 reads \
+         it as a literal, later versions differ; write `\\{`",
+    )
+}
+
+fn unsupported_escape(byte: u8) -> DialectError {
+    let shown = if byte.is_ascii_graphic() {
+        format!("\\{}", char::from(byte))
+    } else {
+        format!("\\ followed by byte 0x{byte:02X}")
+    };
+    DialectError::new(format!(
+        "escape `{shown}` is not supported (backreference, octal, Unicode property, \
+         `\\Q...\\E` or another PCRE-only construct)"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::translate;
+
+    fn matches(spec: &str, key: &[u8]) -> bool {
+        let pattern = translate(spec.as_bytes()).expect("translates");
+        regex::bytes::RegexBuilder::new(&pattern)
+            .unicode(false)
+            .build()
+            .expect("compiles")
+            .is_match(key)
+    }
+
+    #[test]
+    fn anchors_and_final_newline() {
+        assert!(matches("/a", b"/a"));
+        assert!(matches("/a", b"/a\n"));
+        assert!(!matches("/a", b"/a\n\n"));
+        assert!(!matches("/a", b"/ab"));
+        assert!(!matches("/a", b"x/a"));
+    }
+
+    #[test]
+    fn top_level_alternation_binds_anchors_to_the_outer_branches() {
+        assert!(matches("/var/a|/opt/x", b"/var/a-anything"));
+        assert!(matches("/var/a|/opt/x", b"anything/opt/x"));
+        assert!(!matches("/var/a|/opt/x", b"/opt/x/more"));
+    }
+
+    #[test]
+    fn escaped_final_dollar_leaves_the_end_unanchored() {
+        assert!(matches(r"/foo\", b"/foo$tail"));
+        assert!(!matches(r"/foo\", b"/foo"));
+    }
+
+    #[test]
+    fn rejections() {
+        for spec in [
+            r"/a(?=b)", r"/a(b)\1", r"/ax{", r"/a{,3}", r"/a$/b", r"/a*+", r"/[[:alpha:]]",
+            r"/a(", r"/a)", r"/[a", r"/a**", r"/\Qx\E", r"/\p{L}", r"/[z-a]", r"*a",
+        ] {
+            assert!(translate(spec.as_bytes()).is_err(), "{spec} should be rejected");
+        }
+    }
+
+    #[test]
+    fn classes_are_byte_sets() {
+        assert!(matches(r"/[^/]+", b"/\xff\n"));
+        assert!(matches(r"/[]a]", b"/]"));
+        assert!(matches(r"/[a-]", b"/-"));
+        assert!(matches(r"/[\d-]", b"/-"));
+        assert!(matches(r"/[&&]", b"/&"));
+        assert!(matches(r"/[a[b]", b"/["));
+        assert!(!matches(r"/[^\d\D]", b"/x"));
+    }
+}

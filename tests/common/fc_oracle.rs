@@ -1,0 +1,243 @@
+//! Differential oracle: the real libselinux 3.4 (`selabel_open` +
+//! `selabel_lookup_raw` through the `selinux` crate) against
+//! `semanifest::fcontext::FileContexts`, on the same files and keys.
+//!
+//! Use from any integration test:
+//!
+//! ```ignore
+//! #[path = "common/fc_oracle.rs"]
+//! mod fc_oracle;
+//! fc_oracle::assert_agrees_with_libselinux(&fc_path, &paths);
+//! ```
+//!
+//! Lookups are spread over all cores, one libselinux handle per thread (a
+//! handle is not shareable). libselinux costs ~80 µs per lookup on Debian's
+//! policy: budget ~10 minutes of CPU per million paths × 8 modes.
+
+#![allow(dead_code)] // Each test binary uses a different subset.
+
+use std::ffi::{c_int, c_void, CString};
+use std::path::Path;
+
+use selinux::label::{back_end, Labeler};
+use semanifest::fcontext::{FileContexts, FileKind};
+
+/// `SELABEL_OPT_PATH` from `<selinux/label.h>`.
+const SELABEL_OPT_PATH: c_int = 3;
+
+/// One libselinux file-contexts handle (not `Send`: open one per thread).
+pub struct LibSelinux {
+    labeler: Labeler<back_end::File>,
+}
+
+/// What libselinux answered for one key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    Label(String),
+    /// ENOENT: no spec, or `<<none>>`.
+    NoLabel,
+    /// Any other failure, with its errno (EINVAL for an empty key, or a
+    /// regex that PCRE2 refuses).
+    Error(Option<i32>),
+}
+
+impl LibSelinux {
+    /// `selabel_open(SELABEL_CTX_FILE, {SELABEL_OPT_PATH: fc})`: loads FC and
+    /// its siblings exactly as our loader should.
+    pub fn open(fc: &Path) -> Result<Self, String> {
+        let path = CString::new(fc.as_os_str().as_encoded_bytes())
+            .map_err(|_| "path with NUL".to_owned())?;
+        let options = [(SELABEL_OPT_PATH, path.as_ptr().cast::<c_void>())];
+        Labeler::new(&options, true)
+            .map(|labeler| Self { labeler })
+            .map_err(|error| format!("selabel_open({}): {error}: {:?}", fc.display(), error_errno(&error)))
+    }
+
+    pub fn lookup(&self, key: &[u8], kind: FileKind) -> Answer {
+        let Ok(key) = CString::new(key) else {
+            return Answer::Error(None);
+        };
+        // Modes fit in an int (at most 0o170000).
+        let mode = kind.selabel_mode() as c_int;
+        match self.labeler.look_up(&key, mode) {
+            Ok(context) => Answer::Label(String::from_utf8_lossy(context.as_bytes()).into_owned()),
+            Err(error) => match error_errno(&error) {
+                Some(errno) if errno == ENOENT => Answer::NoLabel,
+                errno => Answer::Error(errno),
+            },
+        }
+    }
+}
+
+const ENOENT: i32 = 2;
+pub const EINVAL: i32 = 22;
+
+fn error_errno(error: &selinux::errors::Error) -> Option<i32> {
+    match error {
+        selinux::errors::Error::IO { source, .. } => source.raw_os_error(),
+        _ => None,
+    }
+}
+
+/// Our answer in the same shape, for comparison.
+pub fn our_answer(contexts: &FileContexts, key: &[u8], kind: FileKind) -> Answer {
+    match contexts.lookup(key, kind) {
+        Some(context) => Answer::Label(context.to_owned()),
+        None => Answer::NoLabel,
+    }
+}
+
+/// Whether two answers agree. libselinux refuses an empty key with EINVAL;
+/// ours answers "no label" for it, which callers treat alike.
+fn agree(ours: &Answer, theirs: &Answer, key: &[u8]) -> bool {
+    ours == theirs || (key.is_empty() && *ours == Answer::NoLabel && *theirs == Answer::Error(Some(EINVAL)))
+}
+
+/// One disagreement.
+#[derive(Debug, Clone)]
+pub struct Mismatch {
+    pub key: Vec<u8>,
+    pub kind: FileKind,
+    pub ours: Answer,
+    pub libselinux: Answer,
+}
+
+impl std::fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} ({:?}): ours {:?}, libselinux {:?}",
+            escape(&self.key),
+            self.kind,
+            self.ours,
+            self.libselinux
+        )
+    }
+}
+
+/// Shows any key readably (non-printable bytes as `\xHH`), truncated.
+pub fn escape(key: &[u8]) -> String {
+    let mut shown: String = key
+        .iter()
+        .take(200)
+        .flat_map(|&byte| std::ascii::escape_default(byte))
+        .map(char::from)
+        .collect();
+    if key.len() > 200 {
+        shown.push_str(&format!("...({} bytes)", key.len()));
+    }
+    shown
+}
+
+/// Compares ours and libselinux on every key for every kind in `kinds`, in
+/// parallel; returns the number of comparisons and up to `keep` mismatches
+/// (plus the total count of mismatches).
+pub fn compare(
+    fc: &Path,
+    contexts: &FileContexts,
+    keys: &[Vec<u8>],
+    kinds: &[FileKind],
+    keep: usize,
+) -> (usize, usize, Vec<Mismatch>) {
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let chunk = keys.len().div_ceil(threads).max(1);
+    let results: Vec<(usize, usize, Vec<Mismatch>)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = keys
+            .chunks(chunk)
+            .map(|part| {
+                scope.spawn(move || {
+                    let oracle = LibSelinux::open(fc).expect("libselinux loads the file");
+                    let mut compared = 0;
+                    let mut mismatched = 0;
+                    let mut kept = Vec::new();
+                    for key in part {
+                        for &kind in kinds {
+                            let theirs = oracle.lookup(key, kind);
+                            let ours = our_answer(contexts, key, kind);
+                            compared += 1;
+                            if !agree(&ours, &theirs, key) {
+                                mismatched += 1;
+                                if kept.len() < keep {
+                                    kept.push(Mismatch {
+                                        key: key.clone(),
+                                        kind,
+                                        ours,
+                                        libselinux: theirs,
+                                    });
+                                }
+                            }
+                        }
+                    }
+                    (compared, mismatched, kept)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|handle| handle.join().expect("oracle thread")).collect()
+    });
+    let mut compared = 0;
+    let mut mismatched = 0;
+    let mut kept = Vec::new();
+    for (count, bad, mut list) in results {
+        compared += count;
+        mismatched += bad;
+        kept.append(&mut list);
+    }
+    kept.truncate(keep);
+    (compared, mismatched, kept)
+}
+
+/// Loads `fc` with both engines and asserts they answer every key alike for
+/// every file kind (mode 0 and the seven types). Panics with the first
+/// mismatches otherwise. Meant for every file_contexts the compiler emits.
+pub fn assert_agrees_with_libselinux(fc: &Path, keys: &[Vec<u8>]) {
+    let contexts = FileContexts::load(fc)
+        .unwrap_or_else(|error| panic!("semanifest cannot load {}: {error}", fc.display()));
+    // Fail early and clearly if libselinux itself refuses the file.
+    LibSelinux::open(fc).unwrap_or_else(|error| panic!("{error}"));
+    let (compared, mismatched, examples) = compare(fc, &contexts, keys, &FileKind::ALL, 20);
+    assert!(compared > 0, "nothing compared");
+    if mismatched > 0 {
+        let listing: Vec<String> = examples.iter().map(ToString::to_string).collect();
+        panic!(
+            "{mismatched} of {compared} lookups differ from libselinux on {}:\n{}",
+            fc.display(),
+            listing.join("\n")
+        );
+    }
+}
+
+/// Keys worth trying on any file_contexts: each spec's literal prefix, a
+/// child under it, and the hostile variants of those (`//`, trailing `/`,
+/// trailing newline, `.`/`..`). Cheap way for a golden test to cover every
+/// spec of a generated file.
+pub fn keys_for(fc_text: &str) -> Vec<Vec<u8>> {
+    let mut keys = Vec::new();
+    for line in fc_text.lines() {
+        let Some(spec) = line.split_whitespace().next() else { continue };
+        if spec.starts_with('#') {
+            continue;
+        }
+        let prefix: String = spec
+            .chars()
+            .take_while(|c| !".^$?*+|[({\\".contains(*c))
+            .collect();
+        let prefix = prefix.trim_end_matches('/').to_owned();
+        let base = if prefix.is_empty() { "/".to_owned() } else { prefix };
+        for variant in [
+            base.clone(),
+            format!("{base}/"),
+            format!("{base}//x"),
+            format!("{base}/x"),
+            format!("{base}/x/y.z"),
+            format!("{base}\n"),
+            format!("{base}/./x"),
+            format!("{base}/../x"),
+            format!("{base}x"),
+        ] {
+            keys.push(variant.into_bytes());
+        }
+    }
+    keys.sort();
+    keys.dedup();
+    keys
+}
