@@ -11,3 +11,4 @@ pub mod fcontext;
 pub mod manifest;
 pub mod model;
 pub mod policy;
+pub mod relabel;

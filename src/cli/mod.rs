@@ -4,6 +4,7 @@
 mod build;
 mod layout;
 mod lookup;
+mod relabel;
 
 use std::process::ExitCode;
 
@@ -43,6 +44,7 @@ enum Command {
     #[command(subcommand)]
     Layout(layout::Command),
     Lookup(lookup::LookupArgs),
+    Relabel(relabel::RelabelArgs),
 }
 
 pub fn run() -> ExitCode {
@@ -52,6 +54,7 @@ pub fn run() -> ExitCode {
         Command::Build(args) => build::run(args),
         Command::Layout(command) => layout::run(command),
         Command::Lookup(args) => return lookup::main(args),
+        Command::Relabel(args) => return relabel::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -1,0 +1,340 @@
+//! `semanifest relabel`: argument handling and reporting around
+//! [`semanifest::relabel::relabel`].
+
+use std::fmt::Display;
+use std::io::{self, BufWriter, IsTerminal, Write};
+use std::num::NonZeroUsize;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use anyhow::Context as _;
+use clap::Args;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use semanifest::fcontext::FileContexts;
+use semanifest::relabel::{
+    self, Change, EscapedPath, HardLinkConflict, LabelScope, MountPolicy, ObjectError, Observer,
+    RelabelOptions, Summary, WriteMode,
+};
+use serde::Serialize;
+
+use super::EXIT_BAD_INPUT;
+
+/// Object errors and hard-link warnings printed before the rest are only
+/// counted (all of them with --verbose).
+const MESSAGE_LIMIT: u64 = 100;
+
+/// Set each object's security.selinux to what the file contexts say.
+///
+/// Walks every PATH in parallel without following symlinks or leaving the
+/// filesystem, and writes a label only where it differs. Replaces the full
+/// context like `setfiles -F` unless --type-only is given.
+///
+/// Exit status: 0 all objects labelled; 1 some objects could not be
+/// labelled (each is reported), or --check found drift; 2 usage error or bad
+/// input.
+#[derive(Args, Debug)]
+#[command(group = clap::ArgGroup::new("labels").required(true).multiple(false))]
+pub struct RelabelArgs {
+    /// A file_contexts file (with its .homedirs, .local, .subs and
+    /// .subs_dist siblings, as libselinux loads them).
+    #[arg(long, value_name = "FC", group = "labels")]
+    file_contexts: Option<PathBuf>,
+
+    /// A layout manifest to derive the file contexts from.
+    #[arg(long, value_name = "FILE", group = "labels")]
+    layout: Option<PathBuf>,
+
+    /// The tree is an image mounted at DIR: strip DIR from each path before
+    /// the lookup, as `setfiles -r` does. Every PATH must be inside DIR.
+    #[arg(long, value_name = "DIR")]
+    root: Option<PathBuf>,
+
+    /// Report what would change; write nothing.
+    #[arg(long, short = 'n')]
+    dry_run: bool,
+
+    /// Write nothing; list every object whose label differs and exit 1 if
+    /// there is any.
+    #[arg(long, conflicts_with = "dry_run")]
+    check: bool,
+
+    /// Replace only the type of an existing label, keeping its user, role
+    /// and range (restorecon's default).
+    #[arg(long)]
+    type_only: bool,
+
+    /// Leave PATH and everything below it alone (repeatable).
+    #[arg(long, short = 'e', value_name = "PATH")]
+    exclude: Vec<PathBuf>,
+
+    /// Worker threads [default: number of CPUs].
+    #[arg(long, short = 'j', value_name = "N")]
+    jobs: Option<NonZeroUsize>,
+
+    /// Print one line per change: path, old label, new label.
+    #[arg(long, short = 'v')]
+    verbose: bool,
+
+    /// Print the summary as JSON on stdout (change lines then go to stderr).
+    #[arg(long)]
+    json: bool,
+
+    /// Descend into other filesystems mounted below PATH.
+    #[arg(long)]
+    cross_mounts: bool,
+
+    /// Files or directories to relabel, recursively.
+    #[arg(required = true, value_name = "PATH")]
+    paths: Vec<PathBuf>,
+}
+
+pub fn run(args: RelabelArgs) -> ExitCode {
+    match execute(&args) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("semanifest: error: {error:#}");
+            ExitCode::from(EXIT_BAD_INPUT)
+        }
+    }
+}
+
+fn execute(args: &RelabelArgs) -> anyhow::Result<ExitCode> {
+    let labels = load_labels(args)?;
+    let options = RelabelOptions {
+        write: if args.dry_run || args.check {
+            WriteMode::DryRun
+        } else {
+            WriteMode::Write
+        },
+        scope: if args.type_only {
+            LabelScope::TypeOnly
+        } else {
+            LabelScope::Full
+        },
+        mounts: if args.cross_mounts {
+            MountPolicy::CrossMounts
+        } else {
+            MountPolicy::SameFilesystem
+        },
+        alternate_root: args.root.as_deref().map(absolute).transpose()?,
+        excludes: args
+            .exclude
+            .iter()
+            .map(|path| absolute(path))
+            .collect::<anyhow::Result<_>>()?,
+        jobs: args.jobs,
+    };
+    raise_fd_limit();
+
+    let reporter = Reporter::new(args);
+    let summary = relabel::relabel(&labels, &args.paths, &options, &reporter)?;
+    reporter.finish(&summary, args)?;
+
+    let drift = args.check && summary.relabelled > 0;
+    Ok(if summary.errors > 0 || drift {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn load_labels(args: &RelabelArgs) -> anyhow::Result<FileContexts> {
+    if let Some(layout) = &args.layout {
+        anyhow::bail!(
+            "{}: relabel --layout is not wired yet; compile the layout with `semanifest build` \
+             and pass its file_contexts with --file-contexts",
+            layout.display()
+        );
+    }
+    let path = args
+        .file_contexts
+        .as_deref()
+        .context("one of --file-contexts or --layout is required")?;
+    Ok(FileContexts::load(path)?)
+}
+
+fn absolute(path: &Path) -> anyhow::Result<PathBuf> {
+    std::path::absolute(path).with_context(|| format!("{}", EscapedPath(path.as_os_str().as_encoded_bytes())))
+}
+
+/// Each directory on the walk's frontier holds an fd; deep or wide trees can
+/// exceed the default soft limit of 1024, so use what the hard limit allows.
+fn raise_fd_limit() {
+    use rustix::process::{getrlimit, setrlimit, Resource};
+    let mut limit = getrlimit(Resource::Nofile);
+    if limit.current < limit.maximum {
+        limit.current = limit.maximum;
+        // Best effort: the walk reports EMFILE per object if this fails.
+        let _ = setrlimit(Resource::Nofile, limit);
+    }
+}
+
+/// Prints events as they arrive from the worker threads.
+struct Reporter {
+    /// Where change lines go: stdout, or stderr when stdout carries JSON.
+    changes: Option<Mutex<Box<dyn Write + Send>>>,
+    check: bool,
+    verbose: bool,
+    messages: AtomicU64,
+    bar: Option<ProgressBar>,
+}
+
+impl Reporter {
+    fn new(args: &RelabelArgs) -> Self {
+        let changes: Option<Box<dyn Write + Send>> = if !(args.verbose || args.check) {
+            None
+        } else if args.json {
+            Some(Box::new(io::stderr()))
+        } else {
+            Some(Box::new(BufWriter::new(io::stdout())))
+        };
+        let bar = io::stderr().is_terminal().then(|| {
+            let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} {human_pos} objects ({per_sec}) {elapsed}")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
+            bar
+        });
+        Self {
+            changes: changes.map(Mutex::new),
+            check: args.check,
+            verbose: args.verbose,
+            messages: AtomicU64::new(0),
+            bar,
+        }
+    }
+
+    /// Prints to stderr without tearing the progress bar.
+    fn message(&self, line: impl Display) {
+        let shown = self.messages.fetch_add(1, Ordering::Relaxed);
+        if shown >= MESSAGE_LIMIT && !self.verbose {
+            return;
+        }
+        match &self.bar {
+            Some(bar) => bar.suspend(|| eprintln!("{line}")),
+            None => eprintln!("{line}"),
+        }
+    }
+
+    fn finish(&self, summary: &Summary, args: &RelabelArgs) -> anyhow::Result<()> {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+        if let Some(changes) = &self.changes {
+            let mut out = changes.lock().unwrap_or_else(|poison| poison.into_inner());
+            out.flush().context("writing the change list")?;
+        }
+        let messages = self.messages.load(Ordering::Relaxed);
+        if messages > MESSAGE_LIMIT && !self.verbose {
+            eprintln!(
+                "semanifest: {} more errors and warnings not shown (use --verbose)",
+                messages - MESSAGE_LIMIT
+            );
+        }
+        eprintln!("{}", HumanSummary { summary, args });
+        if args.json {
+            let mode = if args.check {
+                "check"
+            } else if args.dry_run {
+                "dry-run"
+            } else {
+                "write"
+            };
+            let json = serde_json::to_string(&JsonSummary { mode, summary })?;
+            writeln!(io::stdout(), "{json}").context("writing the JSON summary")?;
+        }
+        Ok(())
+    }
+}
+
+impl Observer for Reporter {
+    fn changed(&self, change: &Change<'_>) {
+        let Some(changes) = &self.changes else {
+            return;
+        };
+        let found = change
+            .found
+            .map(|label| EscapedPath(label).to_string())
+            .unwrap_or_else(|| "<no label>".to_owned());
+        let path = EscapedPath(change.path);
+        let line = if self.check {
+            format!("drift {path}: found {found}, expected {}", change.expected)
+        } else if change.written {
+            format!("relabelled {path} from {found} to {}", change.expected)
+        } else {
+            format!("would relabel {path} from {found} to {}", change.expected)
+        };
+        let mut out = changes.lock().unwrap_or_else(|poison| poison.into_inner());
+        // A closed stdout must not abort the walk; the summary still counts.
+        let _ = match &self.bar {
+            Some(bar) => bar.suspend(|| writeln!(out, "{line}")),
+            None => writeln!(out, "{line}"),
+        };
+    }
+
+    fn failed(&self, error: &ObjectError) {
+        self.message(format_args!("semanifest: error: {error}"));
+    }
+
+    fn hard_link_conflict(&self, conflict: &HardLinkConflict<'_>) {
+        self.message(format_args!(
+            "semanifest: warning: {} is a hard link whose other link was labelled {} first; \
+             keeping it (its own spec says {})",
+            EscapedPath(conflict.path),
+            conflict.kept,
+            conflict.wanted
+        ));
+    }
+
+    fn progress(&self, examined: u64) {
+        if let Some(bar) = &self.bar {
+            bar.inc(examined);
+        }
+    }
+}
+
+struct HumanSummary<'a> {
+    summary: &'a Summary,
+    args: &'a RelabelArgs,
+}
+
+impl Display for HumanSummary<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = self.summary;
+        let changed = if self.args.check {
+            "drifted"
+        } else if self.args.dry_run {
+            "would relabel"
+        } else {
+            "relabelled"
+        };
+        write!(
+            f,
+            "examined {}, {changed} {}, unchanged {}, errors {}",
+            s.examined, s.relabelled, s.unchanged, s.errors
+        )?;
+        let extras = [
+            (s.no_label, "without a label"),
+            (s.hard_link_conflicts, "hard-link conflicts"),
+            (s.vanished, "vanished"),
+            (s.mounts_skipped, "mount points skipped"),
+            (s.excluded, "excluded"),
+        ];
+        for (count, what) in extras {
+            if count != 0 {
+                write!(f, ", {what} {count}")?;
+            }
+        }
+        write!(f, " in {:.2} s", s.seconds)
+    }
+}
+
+#[derive(Serialize)]
+struct JsonSummary<'a> {
+    mode: &'a str,
+    #[serde(flatten)]
+    summary: &'a Summary,
+}
