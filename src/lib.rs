@@ -6,8 +6,10 @@
 //! `fcontext` (file_contexts → matcher) → `relabel` (walker).
 //! See `ARCHITECTURE.md` for the map and each module's invariants.
 
+pub mod check;
 pub mod diag;
 pub mod fcontext;
+pub mod k8s;
 pub mod manifest;
 pub mod model;
 pub mod policy;

@@ -6,6 +6,8 @@
 //! `SEMANIFEST_BLESS=1 cargo test --test golden` and review the diff.
 
 mod common;
+#[path = "common/fc_oracle.rs"]
+mod fc_oracle;
 
 use std::fs;
 use std::path::PathBuf;
@@ -86,5 +88,13 @@ fn every_golden_compiles_with_secilc_and_file_contexts_agree() {
         assert!(output.status.success(), "{name}: secilc failed:\n{}", common::stderr(&output));
         let written = fs::read_to_string(dir.path().join("file_contexts")).unwrap();
         assert_eq!(written, generated.file_contexts, "{name}: secilc wrote a different file_contexts");
+        // Our lookup engine answers like libselinux on what secilc wrote.
+        let mut keys = fc_oracle::keys_for(&written);
+        for rule in &parsed.layout.paths {
+            for suffix in ["", "/", "/x", "/x/y.z", "//a", "/.", "/\n"] {
+                keys.push(format!("{}{suffix}", rule.path).into_bytes());
+            }
+        }
+        fc_oracle::assert_agrees_with_libselinux(&dir.path().join("file_contexts"), &keys);
     }
 }

@@ -101,8 +101,11 @@ pub fn main(args: LookupArgs) -> ExitCode {
 fn run(args: LookupArgs) -> anyhow::Result<()> {
     let contexts = match (&args.file_contexts, &args.layout) {
         (Some(path), _) => FileContexts::load(path).map_err(|error| BadInput(error.into()))?,
-        // TODO(lead): compile the manifest and build from its file_contexts.
-        (None, Some(_)) => return Err(BadInput(anyhow::anyhow!("--layout: not wired yet")).into()),
+        (None, Some(layout)) => match super::layout_file_contexts(layout) {
+            Ok(contexts) => contexts,
+            // The diagnostics are printed already.
+            Err(_) => return Err(BadInput(anyhow::anyhow!("{}: invalid layout", layout.display())).into()),
+        },
         (None, None) => bail!("one of --file-contexts or --layout is required"),
     };
     let kind = args.mode.map_or(FileKind::Any, FileKind::from);

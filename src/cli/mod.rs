@@ -2,6 +2,7 @@
 //! process exit code, and errors are printed once, here.
 
 mod build;
+mod check;
 mod layout;
 mod lookup;
 mod relabel;
@@ -41,6 +42,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     Build(build::Args),
+    Check(check::Args),
     #[command(subcommand)]
     Layout(layout::Command),
     Lookup(lookup::LookupArgs),
@@ -52,6 +54,7 @@ pub fn run() -> ExitCode {
     init_tracing(cli.verbose_log);
     let result = match cli.command {
         Command::Build(args) => build::run(args),
+        Command::Check(args) => check::run(args),
         Command::Layout(command) => layout::run(command),
         Command::Lookup(args) => return lookup::main(args),
         Command::Relabel(args) => return relabel::run(args),
@@ -103,4 +106,15 @@ pub fn load_layout(path: Option<&std::path::Path>) -> Result<semanifest::manifes
             Err(EXIT_BAD_INPUT)
         }
     }
+}
+
+/// The file_contexts a layout compiles to (base policy + module), loaded
+/// into the lookup engine without running secilc.
+pub fn layout_file_contexts(path: &std::path::Path) -> Result<semanifest::fcontext::FileContexts, u8> {
+    let parsed = load_layout(Some(path))?;
+    let text = semanifest::policy::file_contexts_text(&parsed.layout);
+    semanifest::fcontext::FileContexts::from_text(&parsed.source.name, text.as_bytes()).map_err(|error| {
+        eprintln!("semanifest: error: {error}");
+        EXIT_BAD_INPUT
+    })
 }

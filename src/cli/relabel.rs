@@ -142,11 +142,9 @@ fn execute(args: &RelabelArgs) -> anyhow::Result<ExitCode> {
 
 fn load_labels(args: &RelabelArgs) -> anyhow::Result<FileContexts> {
     if let Some(layout) = &args.layout {
-        anyhow::bail!(
-            "{}: relabel --layout is not wired yet; compile the layout with `semanifest build` \
-             and pass its file_contexts with --file-contexts",
-            layout.display()
-        );
+        // Diagnostics are printed by the loader; the error only names the file.
+        return super::layout_file_contexts(layout)
+            .map_err(|_| anyhow::anyhow!("{}: invalid layout", layout.display()));
     }
     let path = args
         .file_contexts

@@ -90,6 +90,35 @@ fn compare(a: &FileCon, b: &FileCon) -> Ordering {
         .then(a.regex.as_bytes().cmp(b.regex.as_bytes()))
 }
 
+/// True when secilc's sort can only tell `a` and `b` apart by `strcmp`:
+/// same kind of spec, stem length, length and file type.
+pub fn ordered_by_strcmp_only(a: &FileCon, b: &FileCon) -> bool {
+    let (ka, kb) = (sort_key(&a.regex), sort_key(&b.regex));
+    a.regex != b.regex
+        && ka.meta == kb.meta
+        && ka.stem_len == kb.stem_len
+        && ka.str_len == kb.str_len
+        && a.file_type == b.file_type
+}
+
+/// The literal text before the first regex metacharacter, unescaped:
+/// `/var/lib\.d(/.*)?` → `/var/lib.d`.
+pub fn literal_stem(regex: &str) -> String {
+    let mut stem = String::new();
+    let mut chars = regex.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '.' | '^' | '$' | '?' | '*' | '+' | '|' | '[' | '(' | '{' => break,
+            '\\' => match chars.next() {
+                Some(escaped) => stem.push(escaped),
+                None => break,
+            },
+            c => stem.push(c),
+        }
+    }
+    stem
+}
+
 /// Sorts like secilc and renders the file.
 pub fn render(mut specs: Vec<FileCon>) -> String {
     specs.sort_by(compare);
@@ -119,6 +148,14 @@ mod tests {
     fn deeper_paths_sort_later_so_they_win() {
         let text = render(vec![spec("/var/lib/etcd(/.*)?"), spec("/var(/.*)?"), spec("/var/log(/.*)?")]);
         assert_eq!(text, "/var(/.*)?\tc\n/var/log(/.*)?\tc\n/var/lib/etcd(/.*)?\tc\n");
+    }
+
+    #[test]
+    fn literal_stems_and_ties() {
+        assert_eq!(literal_stem(r"/var/lib\.d(/.*)?"), "/var/lib.d");
+        assert_eq!(literal_stem("/.*"), "/");
+        assert!(ordered_by_strcmp_only(&spec("/a(/.*)?"), &spec("/b(/.*)?")));
+        assert!(!ordered_by_strcmp_only(&spec("/a(/.*)?"), &spec("/ab(/.*)?")));
     }
 
     #[test]

@@ -254,7 +254,7 @@ fn install(root: &Path, name: &str, policy: &Path, file_contexts: &Path) -> Resu
 /// The `filecon` statements of the base policy, which secilc also writes to
 /// `file_contexts`. The base keeps them in the one-line literal form
 /// `(filecon "REGEX" TYPE (USER ROLE TYPE ((LOW) (HIGH))))` or `... ())`.
-fn base_filecons() -> Vec<FileCon> {
+pub fn base_filecons() -> Vec<FileCon> {
     base::BASE_POLICY
         .iter()
         .flat_map(|(_, text)| text.lines())

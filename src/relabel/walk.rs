@@ -478,7 +478,7 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
                 child.push(b'/');
             }
             child.extend_from_slice(name.to_bytes());
-            if dir.excludes_below && self.excludes.iter().any(|e| *e == child) {
+            if dir.excludes_below && self.excludes.contains(&child) {
                 tally.excluded += 1;
                 continue;
             }

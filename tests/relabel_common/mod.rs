@@ -358,6 +358,12 @@ pub fn label_of(path: &Path) -> Option<Vec<u8>> {
     }
 }
 
+/// (device, inode) of `path`, not following symlinks.
+pub fn inode_of(path: &Path) -> (u64, u64) {
+    let stat = rfs::statat(CWD, path, AtFlags::SYMLINK_NOFOLLOW).expect("lstat");
+    (stat.st_dev, stat.st_ino)
+}
+
 /// Only the labels of a dump.
 pub fn labels(objects: &BTreeMap<Vec<u8>, Object>) -> BTreeMap<Vec<u8>, Option<Vec<u8>>> {
     objects

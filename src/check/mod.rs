@@ -1,0 +1,144 @@
+//! `semanifest check`: one CI gate over a layout, the policy it compiles to,
+//! Kubernetes workload YAML and on-disk labels. Each phase produces
+//! [`report::Finding`]s; the caller renders them and picks the exit code.
+//!
+//! Invariants: nothing here writes outside a temporary directory (labels are
+//! checked with the relabeler in dry-run mode); a phase that cannot run
+//! (unreadable input, missing tool) is an [`InputError`], never a finding, so
+//! "no findings" always means "checked and clean".
+
+pub mod labels;
+pub mod layout;
+pub mod policy;
+pub mod report;
+pub mod rules;
+
+use std::path::PathBuf;
+
+use crate::k8s::{self, HostPathRules, LayoutPathRule, NormalPath, RootRule};
+use crate::manifest::Parsed;
+use report::{Finding, Location};
+
+/// What to check. The layout is already parsed (its rule violations are
+/// findings of their own, see [`layout::finding_of`]).
+#[derive(Debug, Default)]
+pub struct CheckOptions {
+    pub includes: Vec<PathBuf>,
+    pub k8s: Vec<PathBuf>,
+    pub labels: Option<PathBuf>,
+    pub secilc: Option<PathBuf>,
+}
+
+/// A phase could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    #[error(transparent)]
+    Policy(#[from] policy::PolicyCheckError),
+    #[error(transparent)]
+    Relabel(#[from] crate::relabel::RelabelError),
+    #[error("{0}")]
+    FileContexts(String),
+}
+
+/// Findings of every phase, in phase order, plus the input errors met.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub findings: Vec<Finding>,
+    pub input_errors: Vec<String>,
+    /// Objects examined by the label phase, when it ran.
+    pub labels_examined: Option<u64>,
+}
+
+/// Runs the policy, Kubernetes and label phases for a valid layout.
+pub fn run(parsed: &Parsed, options: &CheckOptions) -> Outcome {
+    let mut outcome = Outcome::default();
+    outcome.findings.extend(parsed.warnings.iter().map(|d| layout::finding_of(d, &parsed.source)));
+    outcome.findings.extend(layout::hazards(parsed));
+
+    let inputs = policy::PolicyInputs { includes: &options.includes, secilc: options.secilc.as_deref() };
+    match policy::check(parsed, &inputs) {
+        Ok(findings) => outcome.findings.extend(findings),
+        Err(error) => outcome.input_errors.push(error.to_string()),
+    }
+
+    if !options.k8s.is_empty() {
+        let manifests = match k8s::load_paths(&options.k8s) {
+            Ok(manifests) => manifests,
+            Err(errors) => {
+                // Malformed YAML is a finding at its position; a file that
+                // cannot be read at all is an input error.
+                for error in &errors.errors {
+                    match error {
+                        k8s::LoadError::Io { .. } | k8s::LoadError::NotUtf8 { .. } => {
+                            outcome.input_errors.push(error.to_string())
+                        }
+                        _ => outcome.findings.push(error.to_finding(None)),
+                    }
+                }
+                errors.loaded
+            }
+        };
+        outcome.findings.extend(k8s::audit(&manifests, &host_path_rules(parsed)));
+    }
+
+    if let Some(root) = &options.labels {
+        let text = crate::policy::file_contexts_text(&parsed.layout);
+        match crate::fcontext::FileContexts::from_text(&parsed.source.name, text.as_bytes()) {
+            Err(error) => outcome.input_errors.push(InputError::FileContexts(error.to_string()).to_string()),
+            Ok(contexts) => match labels::check(&contexts, root) {
+                Ok(report) => {
+                    outcome.labels_examined = Some(report.summary.examined);
+                    outcome.findings.extend(report.findings);
+                }
+                Err(error) => outcome.input_errors.push(format!("--labels {}: {error}", root.display())),
+            },
+        }
+    }
+    outcome
+}
+
+/// What the layout says about hostPath volumes, for the Kubernetes audit.
+pub fn host_path_rules(parsed: &Parsed) -> HostPathRules {
+    let layout = &parsed.layout;
+    let declared = |pos: crate::diag::Pos| {
+        pos.is_known().then(|| Location {
+            file: parsed.source.name.clone(),
+            line: pos.line,
+            column: pos.column,
+            end_column: (pos.width > 0).then(|| pos.column + pos.width),
+        })
+    };
+    let normal = |path: &str| NormalPath::parse(path).ok();
+    let workloads: Vec<usize> = layout.workload_domains().map(|(i, _)| i).collect();
+    let workload_access = |rule: &crate::model::PathRule| {
+        workloads.iter().filter_map(|i| rule.access.get(i)).fold(crate::model::Access::default(), |a, b| a.union(*b))
+    };
+    HostPathRules {
+        roots: layout
+            .host_path_roots()
+            .filter_map(|rule| {
+                Some(RootRule {
+                    path: normal(&rule.path)?,
+                    workload_writable: workload_access(rule).modifies(),
+                    declared_at: declared(rule.pos),
+                })
+            })
+            .collect(),
+        protected: layout
+            .protected()
+            .filter_map(|rule| {
+                Some(LayoutPathRule { path: normal(&rule.path)?, declared_at: declared(rule.protected_pos.unwrap_or(rule.pos)) })
+            })
+            .collect(),
+        workload_types: layout.workload_domains().map(|(_, d)| d.type_name.clone()).collect(),
+        read_only: layout
+            .paths
+            .iter()
+            .filter(|rule| {
+                let access = workload_access(rule);
+                access.read && !access.modifies()
+            })
+            .filter_map(|rule| Some(LayoutPathRule { path: normal(&rule.path)?, declared_at: declared(rule.pos) }))
+            .collect(),
+    }
+}

@@ -1,0 +1,245 @@
+//! Policy findings: compile base + layout + `--include` files with the real
+//! secilc (neverallow failures point at the manifest's `protected: true`), then
+//! read the binary policy back with setools to confirm that no chain of
+//! process transitions takes a workload domain into a domain that may touch a
+//! protected type. setools is independent of our own CIL generation, so it
+//! also sees what `--include` files add.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::check::report::{Finding, Location, Related};
+use crate::check::rules;
+use crate::manifest::Parsed;
+use crate::policy::{self, BuildError, BuildOptions};
+
+/// What the policy phase needs.
+pub struct PolicyInputs<'a> {
+    pub includes: &'a [PathBuf],
+    pub secilc: Option<&'a Path>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyCheckError {
+    #[error(transparent)]
+    Build(#[from] BuildError),
+    #[error("cannot create a temporary directory: {0}")]
+    TempDir(std::io::Error),
+    #[error(
+        "`{tool}` not found or failed ({detail}); install setools (`apt-get install setools`) to check transitions"
+    )]
+    Setools { tool: &'static str, detail: String },
+}
+
+fn manifest_location(parsed: &Parsed, pos: crate::diag::Pos) -> Option<Location> {
+    pos.is_known().then(|| Location {
+        file: parsed.source.name.clone(),
+        line: pos.line,
+        column: pos.column,
+        end_column: (pos.width > 0).then(|| pos.column + pos.width),
+    })
+}
+
+/// `FILE:LINE: rule` (as secilc reports an offending rule) → a location.
+fn offending_location(text: &str) -> Option<(Location, String)> {
+    let (place, rule) = text.split_once(": ")?;
+    let (file, line) = place.rsplit_once(':')?;
+    let line = line.parse().ok()?;
+    Some((Location { file: file.to_owned(), line, column: 1, end_column: None }, rule.to_owned()))
+}
+
+pub fn check(parsed: &Parsed, inputs: &PolicyInputs<'_>) -> Result<Vec<Finding>, PolicyCheckError> {
+    let dir = tempfile::tempdir().map_err(PolicyCheckError::TempDir)?;
+    let options = BuildOptions {
+        out_dir: dir.path().to_owned(),
+        secilc: inputs.secilc.map(Path::to_owned),
+        includes: inputs.includes.to_vec(),
+        install_root: None,
+        policy_name: "semanifest".to_owned(),
+        disable_neverallow: false,
+    };
+    let output = match policy::build(parsed, &options) {
+        Ok(output) => output,
+        Err(BuildError::Rejected { violations, output }) => {
+            if violations.is_empty() {
+                return Ok(vec![Finding {
+                    rule: &rules::POLICY_SECILC,
+                    severity: rules::POLICY_SECILC.default_severity,
+                    message: format!("secilc rejected the policy: {}", output.trim()),
+                    location: None,
+                    snippet: None,
+                    related: Vec::new(),
+                }]);
+            }
+            return Ok(violations
+                .into_iter()
+                .map(|violation| {
+                    let rule = parsed.layout.paths.iter().find(|r| r.path == violation.path);
+                    let pos = rule.map(|r| r.protected_pos.unwrap_or(r.pos)).unwrap_or_default();
+                    let location = manifest_location(parsed, pos);
+                    let related = violation
+                        .offending
+                        .iter()
+                        .filter_map(|o| offending_location(o))
+                        .map(|(location, rule)| Related { location, message: format!("grants it: {rule}") })
+                        .collect();
+                    Finding {
+                        rule: &rules::POLICY_NEVERALLOW,
+                        severity: rules::POLICY_NEVERALLOW.default_severity,
+                        message: format!(
+                            "protected path `{}` ({}) is reachable by a domain the layout did not grant{}",
+                            violation.path,
+                            violation.type_name,
+                            violation.offending.iter().map(|o| format!("; granted by {o}")).collect::<String>()
+                        ),
+                        snippet: location.as_ref().and_then(|l| parsed.source.line(l.line)).map(str::to_owned),
+                        location,
+                        related,
+                    }
+                })
+                .collect());
+        }
+        Err(other) => return Err(other.into()),
+    };
+    transitions(parsed, &output.policy)
+}
+
+fn run_tool(tool: &'static str, args: &[&str], policy: &Path) -> Result<String, PolicyCheckError> {
+    let output = Command::new(tool)
+        .args(args)
+        .arg(policy)
+        .output()
+        .map_err(|e| PolicyCheckError::Setools { tool, detail: e.to_string() })?;
+    if !output.status.success() {
+        return Err(PolicyCheckError::Setools {
+            tool,
+            detail: String::from_utf8_lossy(&output.stderr).trim().to_owned(),
+        });
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// Attribute → member types, from `seinfo -a -x`.
+fn attributes(policy: &Path) -> Result<BTreeMap<String, BTreeSet<String>>, PolicyCheckError> {
+    let text = run_tool("seinfo", &["-a", "-x"], policy)?;
+    let mut map: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut current: Option<String> = None;
+    for line in text.lines() {
+        let trimmed = line.trim();
+        if let Some(name) = trimmed.strip_prefix("attribute ") {
+            let name = name.trim_end_matches(';').to_owned();
+            map.entry(name.clone()).or_default();
+            current = Some(name);
+        } else if let (Some(name), false) = (&current, trimmed.is_empty()) {
+            if line.starts_with("      ") || line.starts_with('\t') {
+                map.get_mut(name).expect("inserted above").insert(trimmed.to_owned());
+            }
+        }
+    }
+    Ok(map)
+}
+
+/// `(source, target)` pairs of `allow` rules from `sesearch` output, with
+/// attributes expanded to their member types.
+fn allow_pairs(text: &str, attributes: &BTreeMap<String, BTreeSet<String>>) -> Vec<(String, String)> {
+    let expand = |name: &str| -> Vec<String> {
+        match attributes.get(name) {
+            Some(members) => members.iter().cloned().collect(),
+            None => vec![name.to_owned()],
+        }
+    };
+    let mut pairs = Vec::new();
+    for line in text.lines().filter(|l| l.starts_with("allow ")) {
+        let mut fields = line.split_whitespace().skip(1);
+        let (Some(source), Some(target)) = (fields.next(), fields.next()) else { continue };
+        let target = target.split(':').next().unwrap_or(target);
+        for s in expand(source) {
+            for t in expand(target) {
+                let t = if t == "self" { s.clone() } else { t };
+                pairs.push((s.clone(), t));
+            }
+        }
+    }
+    pairs
+}
+
+fn transitions(parsed: &Parsed, policy: &Path) -> Result<Vec<Finding>, PolicyCheckError> {
+    let layout = &parsed.layout;
+    let attributes = attributes(policy)?;
+    let text = run_tool("sesearch", &["-A", "-c", "process", "-p", "transition,dyntransition"], policy)?;
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (source, target) in allow_pairs(&text, &attributes) {
+        if source != target {
+            edges.entry(source).or_default().insert(target);
+        }
+    }
+    // Which domains may touch each protected type (trusted ones included:
+    // a workload must not become them either).
+    let mut touching: BTreeMap<String, Vec<&crate::model::PathRule>> = BTreeMap::new();
+    for rule in layout.protected() {
+        let text = run_tool("sesearch", &["-A", "-t", &rule.type_name], policy)?;
+        for (source, _) in allow_pairs(&text, &attributes) {
+            touching.entry(source).or_default().push(rule);
+        }
+    }
+    let mut findings = Vec::new();
+    for (_, domain) in layout.workload_domains() {
+        let mut seen = BTreeSet::from([domain.type_name.clone()]);
+        let mut queue = VecDeque::from([(domain.type_name.clone(), vec![domain.type_name.clone()])]);
+        while let Some((current, chain)) = queue.pop_front() {
+            for next in edges.get(&current).into_iter().flatten() {
+                if !seen.insert(next.clone()) {
+                    continue;
+                }
+                let mut chain = chain.clone();
+                chain.push(next.clone());
+                if let Some(rules_touched) = touching.get(next) {
+                    let paths: BTreeSet<&str> = rules_touched.iter().map(|r| r.path.as_str()).collect();
+                    let location = manifest_location(parsed, domain.pos);
+                    findings.push(Finding {
+                        rule: &rules::POLICY_TRANSITION,
+                        severity: rules::POLICY_TRANSITION.default_severity,
+                        message: format!(
+                            "workload domain `{}` can transition ({}) into `{next}`, which may access protected {}",
+                            domain.type_name,
+                            chain.join(" → "),
+                            paths.into_iter().map(|p| format!("`{p}`")).collect::<Vec<_>>().join(", ")
+                        ),
+                        snippet: location.as_ref().and_then(|l| parsed.source.line(l.line)).map(str::to_owned),
+                        location,
+                        related: Vec::new(),
+                    });
+                }
+                queue.push_back((next.clone(), chain));
+            }
+        }
+    }
+    Ok(findings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expands_attributes_and_self() {
+        let attributes = BTreeMap::from([("dom".to_owned(), BTreeSet::from(["a_t".to_owned(), "b_t".to_owned()]))]);
+        let text = "allow dom c_t:process transition;\nallow c_t self:process { fork transition };\n";
+        assert_eq!(
+            allow_pairs(text, &attributes),
+            [
+                ("a_t".to_owned(), "c_t".to_owned()),
+                ("b_t".to_owned(), "c_t".to_owned()),
+                ("c_t".to_owned(), "c_t".to_owned())
+            ]
+        );
+    }
+
+    #[test]
+    fn reads_offending_rule_locations() {
+        let (location, rule) = offending_location("extra.cil:3: (allow a b (file (read)))").unwrap();
+        assert_eq!((location.file.as_str(), location.line), ("extra.cil", 3));
+        assert_eq!(rule, "(allow a b (file (read)))");
+    }
+}

@@ -1,0 +1,110 @@
+//! The rules `check` reports besides the Kubernetes ones (in `k8s`): their
+//! ids are part of the JSON and SARIF contract.
+
+use crate::check::report::{Rule, Severity};
+
+macro_rules! rule {
+    ($name:ident, $id:literal, $pascal:literal, $severity:ident, $summary:literal, $why:literal) => {
+        pub static $name: Rule = Rule {
+            id: $id,
+            name: $pascal,
+            summary: $summary,
+            why: $why,
+            default_severity: Severity::$severity,
+        };
+    };
+}
+
+rule!(LAYOUT_YAML, "layout-yaml", "LayoutYaml", Error,
+    "The layout is not YAML of the documented shape.",
+    "Nothing else can be checked until the manifest parses: unknown fields, duplicate keys and wrong types are refused, never guessed.");
+rule!(LAYOUT_HEADER, "layout-header", "LayoutHeader", Error,
+    "apiVersion, kind or metadata.name is wrong.",
+    "The header says which schema the manifest follows and names the CIL module.");
+rule!(LAYOUT_PATH, "layout-path", "LayoutPath", Error,
+    "A layout path is relative, not normalised, duplicated or has characters file_contexts cannot carry.",
+    "Labels are matched by exact path text: a path that is not absolute, normalised and plain ASCII labels something else than intended, or breaks file_contexts for libselinux.");
+rule!(LAYOUT_TYPE, "layout-type", "LayoutType", Error,
+    "A type name is invalid, collides with a base or domain type, or is shared by paths that disagree.",
+    "Once two paths share a type SELinux cannot tell them apart; reusing a base type silently changes what the base grants.");
+rule!(LAYOUT_VALUE, "layout-value", "LayoutValue", Error,
+    "A field has a value outside its allowed set (access level, domain, mode, owner, lifecycle, propagation).",
+    "A value the compiler does not understand would otherwise be dropped and grant less, or more, than written.");
+rule!(LAYOUT_PROTECTION, "layout-protection", "LayoutProtection", Error,
+    "A protected path is granted to a workload, is a hostPath root, is removable, or lies below a hostPath root.",
+    "Protected data must be unreachable by hostPath pods and never deleted by `rm`; anything else defeats the neverallow.");
+rule!(LAYOUT_WORKLOAD, "layout-workload", "LayoutWorkload", Error,
+    "A workload domain is trusted or can reach a privileged domain through transitions.",
+    "A pod that can become trusted, or enter a domain with protected access, is not confined.");
+rule!(LAYOUT_UNUSED, "layout-unused-domain", "LayoutUnusedDomain", Warning,
+    "A domain is declared but granted nothing.",
+    "An unused domain is usually a typo in an `access` key.");
+rule!(LAYOUT_TMPFS, "layout-tmpfs-lifecycle", "LayoutTmpfsLifecycle", Warning,
+    "A tmpfs mount is declared persistent.",
+    "A tmpfs is empty at every boot; say `lifecycle: ephemeral` so tooling does not promise to keep it.");
+rule!(FC_SHADOWED, "layout-fc-shadowed", "LayoutFileContextShadowed", Error,
+    "A layout path's own file_contexts spec never wins for it.",
+    "libselinux picks exact specs over regexes and the last matching regex; if another spec wins, the path gets another label than the layout says.");
+rule!(FC_ORDER, "layout-fc-order", "LayoutFileContextOrder", Warning,
+    "Two overlapping specs are ordered only by string comparison.",
+    "secilc sorts specs by stem and length and then by strcmp; a winner decided by spelling changes when a directory is renamed.");
+rule!(FC_BASE_OVERLAP, "layout-fc-base", "LayoutFileContextBase", Warning,
+    "The base policy already has a specific label for a layout path.",
+    "The layout's spec wins, but the base policy's rules for that path no longer apply; make sure that is intended.");
+rule!(BELOW_PROTECTED, "layout-below-protected", "LayoutBelowProtected", Note,
+    "A granted path lies below a protected path the grantee may not traverse.",
+    "By design the grantee reaches it only through bind mounts made by a runtime or trusted domain (as kubelet does for pod volumes).");
+rule!(POLICY_SECILC, "policy-secilc", "PolicySecilc", Error,
+    "secilc rejected the policy.",
+    "A policy that does not compile cannot be loaded on a node.");
+rule!(POLICY_NEVERALLOW, "policy-neverallow", "PolicyNeverallow", Error,
+    "A rule in the policy gives a domain access to a protected path it was not granted.",
+    "secilc proves protections over the whole policy, extra CIL included; this rule would open protected data.");
+rule!(POLICY_TRANSITION, "policy-transition", "PolicyTransition", Error,
+    "A workload domain can transition into a domain that may access a protected type.",
+    "A pod that can enter such a domain reaches the protected data with that domain's rights.");
+rule!(LABELS_DRIFT, "labels-drift", "LabelsDrift", Error,
+    "An object's security.selinux label differs from what file_contexts says.",
+    "The policy protects labels, not paths: a wrong label is either a hole or an outage.");
+rule!(LABELS_ERROR, "labels-error", "LabelsError", Error,
+    "An object's label could not be read.",
+    "An object whose label cannot be checked may carry any label.");
+
+/// The rule a manifest diagnostic code belongs to.
+pub fn layout_rule(code: &str) -> &'static Rule {
+    match code {
+        "yaml" | "too-large" => &LAYOUT_YAML,
+        "api-version" | "kind" | "metadata-name" => &LAYOUT_HEADER,
+        "path-relative" | "path-root" | "path-character" | "path-not-normalised" | "path-duplicate" => &LAYOUT_PATH,
+        "type-name" | "base-type" | "type-is-domain" | "type-shared" | "domain-type-duplicate" => &LAYOUT_TYPE,
+        "protected-workload" | "protected-hostpath" | "protected-removable" | "protected-under-hostpath" => {
+            &LAYOUT_PROTECTION
+        }
+        "workload-trusted" | "workload-transition" => &LAYOUT_WORKLOAD,
+        "domain-unused" => &LAYOUT_UNUSED,
+        "tmpfs-persistent" => &LAYOUT_TMPFS,
+        _ => &LAYOUT_VALUE,
+    }
+}
+
+/// Every rule of this module, for documentation and SARIF.
+pub static RULES: [&Rule; 18] = [
+    &LAYOUT_YAML,
+    &LAYOUT_HEADER,
+    &LAYOUT_PATH,
+    &LAYOUT_TYPE,
+    &LAYOUT_VALUE,
+    &LAYOUT_PROTECTION,
+    &LAYOUT_WORKLOAD,
+    &LAYOUT_UNUSED,
+    &LAYOUT_TMPFS,
+    &FC_SHADOWED,
+    &FC_ORDER,
+    &FC_BASE_OVERLAP,
+    &BELOW_PROTECTED,
+    &POLICY_SECILC,
+    &POLICY_NEVERALLOW,
+    &POLICY_TRANSITION,
+    &LABELS_DRIFT,
+    &LABELS_ERROR,
+];

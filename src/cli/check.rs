@@ -1,0 +1,126 @@
+//! `semanifest check`: the CI gate.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::{Args as ClapArgs, ValueEnum};
+use semanifest::check::{self, layout, report, CheckOptions};
+use semanifest::manifest;
+
+const AFTER_HELP: &str = "\
+Phases, in order:
+  layout      every manifest rule, plus file_contexts hazards (a path whose
+              spec never wins, specs ordered only by strcmp, base overlaps)
+  policy      base + layout + --include compiled with secilc; a broken
+              neverallow is reported at the manifest's `protected: true`;
+              setools confirms no workload can transition into a domain
+              that may touch a protected type
+  k8s         every hostPath volume in --k8s files/directories (Pods and
+              every workload kind, Lists, multi-document files) against the
+              layout's hostPath roots and protected paths
+  labels      with --labels ROOT: every object under ROOT whose
+              security.selinux differs from the layout (ROOT is an image or
+              node root, as in `setfiles -r`)
+
+Exit codes: 0 clean; 1 findings at error level (or warnings with
+--deny-warnings); 2 usage errors, unreadable input or a missing tool.
+
+Examples:
+  semanifest check --k8s deploy/
+  semanifest check --layout node.yaml --include site.cil --k8s charts/rendered/ --format sarif > check.sarif
+  semanifest check --labels /sysroot --format json";
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Format {
+    /// Grouped by file, with source lines and a one-line "why" per rule.
+    Human,
+    /// Stable schema for machines (docs/check-json.md).
+    Json,
+    /// SARIF 2.1.0, for GitHub code scanning.
+    Sarif,
+}
+
+/// Check a layout, its policy, Kubernetes YAML and on-disk labels.
+#[derive(ClapArgs)]
+#[command(after_help = AFTER_HELP)]
+pub struct Args {
+    /// The layout manifest; without it, the embedded default layout.
+    #[arg(long, value_name = "FILE")]
+    layout: Option<PathBuf>,
+    /// Extra CIL compiled with the policy (held to the layout's neverallows).
+    #[arg(long = "include", value_name = "FILE.cil")]
+    includes: Vec<PathBuf>,
+    /// Kubernetes YAML files or directories (searched recursively).
+    #[arg(long = "k8s", value_name = "PATH")]
+    k8s: Vec<PathBuf>,
+    /// Check the labels of every object under ROOT.
+    #[arg(long, value_name = "ROOT")]
+    labels: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "human")]
+    format: Format,
+    /// Exit 1 on warnings too.
+    #[arg(long)]
+    deny_warnings: bool,
+    /// The secilc to run (default: `secilc` on PATH).
+    #[arg(long, value_name = "PATH")]
+    secilc: Option<PathBuf>,
+}
+
+pub fn run(args: Args) -> Result<u8> {
+    let base = semanifest::policy::base_facts();
+    let parsed = match &args.layout {
+        None => manifest::default_layout(&base),
+        Some(path) => match manifest::read_source(path) {
+            Ok(source) => manifest::parse(source, &base),
+            Err(error) => {
+                eprintln!("semanifest: error: {error}");
+                return Ok(super::EXIT_BAD_INPUT);
+            }
+        },
+    };
+    let (findings, input_errors, examined) = match parsed {
+        // An invalid layout stops here: nothing downstream can be trusted.
+        Err(report) => {
+            let findings = report.diagnostics.iter().map(|d| layout::finding_of(d, &report.source)).collect();
+            (findings, Vec::new(), None)
+        }
+        Ok(parsed) => {
+            let options = CheckOptions {
+                includes: args.includes,
+                k8s: args.k8s,
+                labels: args.labels,
+                secilc: args.secilc,
+            };
+            let outcome = check::run(&parsed, &options);
+            (outcome.findings, outcome.input_errors, outcome.labels_examined)
+        }
+    };
+    let text = match args.format {
+        Format::Human => {
+            report::render_human(&findings, report::HumanOptions { color: std::io::stdout().is_terminal() })
+        }
+        Format::Json => report::render_json(&findings),
+        Format::Sarif => report::render_sarif(&findings),
+    };
+    print!("{text}");
+    if !text.ends_with('\n') {
+        println!();
+    }
+    if let Some(examined) = examined {
+        let drift = findings.iter().filter(|f| f.rule.id == "labels-drift").count();
+        eprintln!("labels: {examined} objects examined, {drift} with a different label");
+    }
+    for error in &input_errors {
+        eprintln!("semanifest: error: {error}");
+    }
+    let summary = report::Summary::of(&findings);
+    Ok(if !input_errors.is_empty() {
+        super::EXIT_BAD_INPUT
+    } else if summary.errors > 0 || (args.deny_warnings && summary.warnings > 0) {
+        super::EXIT_FINDINGS
+    } else {
+        super::EXIT_OK
+    })
+}

@@ -1,0 +1,225 @@
+//! The slice of the Kubernetes API that hostPath checks read, as serde
+//! structs. Unknown fields are ignored (real manifests carry many); every
+//! value a finding may point at is `Spanned` so it keeps its line and column.
+//!
+//! Parsing is directed by `kind`: a document whose kind is not a workload
+//! kind never has its `spec` interpreted, so a `PodSecurityPolicy` whose
+//! `spec.volumes` is a list of strings is skipped, not rejected. That needs
+//! `kind` to come before `spec`, as it does in every generator we know of
+//! (kubectl, Helm, Kustomize sort or emit `kind` first); when `spec` comes
+//! first the spec is read as if it were a workload's, and ignored later if
+//! the kind turns out to be something else.
+
+use std::fmt;
+
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::Deserialize;
+use serde_saphyr::Spanned;
+
+/// Kinds whose pod template we read, and where it lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WorkloadKind {
+    /// `spec` is the pod spec.
+    Pod,
+    /// `spec.template.spec` (Deployment, StatefulSet, DaemonSet, ReplicaSet,
+    /// ReplicationController, Job).
+    Controller,
+    /// `spec.jobTemplate.spec.template.spec`.
+    CronJob,
+    /// `template.spec`.
+    PodTemplate,
+}
+
+impl WorkloadKind {
+    pub(crate) fn of(kind: &str) -> Option<Self> {
+        match kind {
+            "Pod" => Some(WorkloadKind::Pod),
+            "Deployment"
+            | "StatefulSet"
+            | "DaemonSet"
+            | "ReplicaSet"
+            | "ReplicationController"
+            | "Job" => Some(WorkloadKind::Controller),
+            "CronJob" => Some(WorkloadKind::CronJob),
+            "PodTemplate" => Some(WorkloadKind::PodTemplate),
+            _ => None,
+        }
+    }
+}
+
+/// `List`, and the typed lists the API returns (`PodList`, `DeploymentList`…),
+/// carry their objects in `items`.
+pub(crate) fn is_list_kind(kind: &str) -> bool {
+    kind == "List" || (kind.len() > 4 && kind.ends_with("List"))
+}
+
+/// One object of a YAML stream (a document, or an item of a list).
+pub(crate) struct RawObject {
+    pub kind: Option<Spanned<String>>,
+    pub name: Option<String>,
+    pub namespace: Option<String>,
+    /// `spec`, when it may belong to a workload.
+    pub spec: Option<Spec>,
+    /// Top-level `template` (PodTemplate), when it may belong to one.
+    pub template: Option<PodTemplateSpec>,
+    /// `items`, when the object may be a list.
+    pub items: Option<Vec<Spanned<RawObject>>>,
+}
+
+/// Union of the spec fields of all workload kinds; which part matters is
+/// decided by the kind (see [`WorkloadKind`]).
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Spec {
+    // Pod.
+    pub volumes: Option<Vec<Volume>>,
+    pub containers: Option<Vec<Container>>,
+    pub init_containers: Option<Vec<Container>>,
+    pub ephemeral_containers: Option<Vec<Container>>,
+    pub security_context: Option<PodSecurityContext>,
+    // Controllers and Job.
+    pub template: Option<PodTemplateSpec>,
+    // CronJob.
+    pub job_template: Option<JobTemplateSpec>,
+}
+
+#[derive(Deserialize, Default)]
+pub(crate) struct PodTemplateSpec {
+    pub spec: Option<Box<Spec>>,
+}
+
+#[derive(Deserialize, Default)]
+pub(crate) struct JobTemplateSpec {
+    pub spec: Option<Box<Spec>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Volume {
+    pub name: Spanned<String>,
+    pub host_path: Option<HostPathVolumeSource>,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct HostPathVolumeSource {
+    pub path: Spanned<String>,
+    #[serde(rename = "type")]
+    pub path_type: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Container {
+    pub name: Spanned<String>,
+    pub volume_mounts: Option<Vec<VolumeMount>>,
+    pub security_context: Option<SecurityContext>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct VolumeMount {
+    pub name: String,
+    pub mount_path: Spanned<String>,
+    pub read_only: Option<Spanned<bool>>,
+    pub mount_propagation: Option<String>,
+    pub sub_path: Option<Spanned<String>>,
+    pub sub_path_expr: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct SecurityContext {
+    pub privileged: Option<Spanned<bool>>,
+    pub se_linux_options: Option<SeLinuxOptions>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct PodSecurityContext {
+    pub se_linux_options: Option<SeLinuxOptions>,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct SeLinuxOptions {
+    #[serde(rename = "type")]
+    pub selinux_type: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+struct ObjectMeta {
+    name: Option<String>,
+    namespace: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for RawObject {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(RawObjectVisitor)
+    }
+}
+
+struct RawObjectVisitor;
+
+impl<'de> Visitor<'de> for RawObjectVisitor {
+    type Value = RawObject;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a Kubernetes object (a mapping with `kind`)")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawObject, A::Error> {
+        let mut object = RawObject {
+            kind: None,
+            name: None,
+            namespace: None,
+            spec: None,
+            template: None,
+            items: None,
+        };
+        // Whether the fields below may matter, as far as the kind read so far
+        // tells. `None`: kind not seen yet, so read them in case.
+        let workload =
+            |object: &RawObject| object.kind.as_ref().map(|k| WorkloadKind::of(&k.value));
+        let list = |object: &RawObject| object.kind.as_ref().map(|k| is_list_kind(&k.value));
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "kind" => {
+                    if object.kind.is_some() {
+                        return Err(de::Error::duplicate_field("kind"));
+                    }
+                    object.kind = Some(map.next_value()?);
+                }
+                "metadata" => {
+                    // `metadata: null` is allowed; any other shape is invalid.
+                    if let Some(meta) = map.next_value::<Option<ObjectMeta>>()? {
+                        object.name = meta.name;
+                        object.namespace = meta.namespace;
+                    }
+                }
+                "spec" => match workload(&object) {
+                    Some(None) => {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                    Some(Some(_)) | None => object.spec = map.next_value()?,
+                },
+                "template" => match workload(&object) {
+                    Some(Some(WorkloadKind::PodTemplate)) | None => {
+                        object.template = map.next_value()?
+                    }
+                    Some(_) => {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                },
+                "items" => match list(&object) {
+                    Some(true) | None => object.items = map.next_value()?,
+                    Some(false) => {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                },
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(object)
+    }
+}

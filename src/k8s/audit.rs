@@ -1,0 +1,445 @@
+//! hostPath findings: every hostPath volume of every workload, checked
+//! against the layout's roots, protected paths, read-only paths and
+//! workload domains ([`HostPathRules`]).
+//!
+//! Every finding points at the volume's `path:` value (the line a reviewer
+//! changes); the value that triggered it (a `privileged: true`, an
+//! `seLinuxOptions.type`, a `type: Socket`) and the layout declaration it
+//! conflicts with are attached as related locations.
+
+use super::model::{HostPathMount, HostPathVolume, Manifests, Sourced, Workload};
+use super::path::NormalPath;
+use crate::check::report::{Finding, Location, Related, Rule, Severity};
+
+/// A directory the layout marks `hostPath: true`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RootRule {
+    pub path: NormalPath,
+    /// Whether the workload domain may write below it.
+    pub workload_writable: bool,
+    /// Where the layout declares it.
+    pub declared_at: Option<Location>,
+}
+
+/// A layout path with where it is declared.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LayoutPathRule {
+    pub path: NormalPath,
+    pub declared_at: Option<Location>,
+}
+
+/// What the layout says about hostPath use. Filled from the layout model.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HostPathRules {
+    /// `hostPath: true` roots; a hostPath must lie at or below one.
+    pub roots: Vec<RootRule>,
+    /// `protected` paths; a hostPath must be neither at, below nor above one.
+    pub protected: Vec<LayoutPathRule>,
+    /// SELinux types of the layout's workload domains (e.g. `container_t`).
+    pub workload_types: Vec<String>,
+    /// Paths the workload may read but not write (e.g. `/var/log/pods`).
+    pub read_only: Vec<LayoutPathRule>,
+}
+
+pub static RULE_INVALID_PATH: Rule = Rule {
+    id: "k8s-hostpath-invalid",
+    name: "HostPathInvalid",
+    summary: "A hostPath volume's path or type is not valid.",
+    why: "The API server rejects `..` in a hostPath and unknown types; a path that cannot be normalised cannot be checked against the layout.",
+    default_severity: Severity::Error,
+};
+
+pub static RULE_OUTSIDE_ROOT: Rule = Rule {
+    id: "k8s-hostpath-outside-root",
+    name: "HostPathOutsideRoot",
+    summary: "A hostPath volume lies outside every `hostPath: true` root of the layout.",
+    why: "Only the layout's hostPath roots are labelled for workloads; elsewhere the pod either fails with denials or shares data the layout never meant to share.",
+    default_severity: Severity::Error,
+};
+
+pub static RULE_PROTECTED: Rule = Rule {
+    id: "k8s-hostpath-protected",
+    name: "HostPathProtected",
+    summary: "A hostPath volume is a protected path, lies inside one, or contains one.",
+    why: "Protected data (etcd, kubelet PKI, audit logs) is guarded by a neverallow alone once a pod mounts it or any directory above it.",
+    default_severity: Severity::Error,
+};
+
+pub static RULE_PRIVILEGED: Rule = Rule {
+    id: "k8s-hostpath-privileged",
+    name: "HostPathPrivileged",
+    summary: "A privileged container mounts a hostPath volume.",
+    why: "A privileged container runs unconfined (spc_t on SELinux hosts), so SELinux will not stop it from reading or writing anything its hostPath reaches.",
+    default_severity: Severity::Error,
+};
+
+pub static RULE_SELINUX_TYPE: Rule = Rule {
+    id: "k8s-hostpath-selinux-type",
+    name: "HostPathSelinuxType",
+    summary: "A container mounting a hostPath volume runs with an SELinux type that is not a workload domain of the layout.",
+    why: "The layout confines hostPath pods through their workload type; a pod that picks another type (e.g. spc_t) leaves those rules, so SELinux will not stop it.",
+    default_severity: Severity::Error,
+};
+
+pub static RULE_WRITABLE_READ_ONLY: Rule = Rule {
+    id: "k8s-hostpath-writable-read-only",
+    name: "HostPathWritableReadOnly",
+    summary: "A container mounts, writable, a hostPath that the layout lets workloads only read.",
+    why: "Writes there are denied by the policy at run time; mount it `readOnly: true` so the manifest says what the node enforces.",
+    default_severity: Severity::Warning,
+};
+
+pub static RULE_SOCKET_OR_DEVICE: Rule = Rule {
+    id: "k8s-hostpath-socket-or-device",
+    name: "HostPathSocketOrDevice",
+    summary: "A hostPath volume is a socket or a device node.",
+    why: "A socket hands the pod a host daemon's authority and a device node raw hardware; file labels cannot see what happens past them.",
+    default_severity: Severity::Warning,
+};
+
+pub static RULE_SKIPPED: Rule = Rule {
+    id: "k8s-skipped-object",
+    name: "KubernetesSkippedObject",
+    summary: "An object is not a workload kind and was not checked.",
+    why: "Only Pods and objects with pod templates (Deployment, StatefulSet, DaemonSet, ReplicaSet, ReplicationController, Job, CronJob, PodTemplate) can mount hostPaths.",
+    default_severity: Severity::Note,
+};
+
+/// Every rule this module can report, for documentation and SARIF.
+pub static RULES: [&Rule; 8] = [
+    &RULE_INVALID_PATH,
+    &RULE_OUTSIDE_ROOT,
+    &RULE_PROTECTED,
+    &RULE_PRIVILEGED,
+    &RULE_SELINUX_TYPE,
+    &RULE_WRITABLE_READ_ONLY,
+    &RULE_SOCKET_OR_DEVICE,
+    &RULE_SKIPPED,
+];
+
+/// hostPath types the API server accepts (`""` is "no check").
+const VALID_HOST_PATH_TYPES: [&str; 8] = [
+    "",
+    "DirectoryOrCreate",
+    "Directory",
+    "FileOrCreate",
+    "File",
+    "Socket",
+    "CharDevice",
+    "BlockDevice",
+];
+
+/// Checks every hostPath volume of `manifests` against `rules`, and notes
+/// every skipped object. Findings come in input order: file by file,
+/// object by object, volume by volume.
+pub fn audit(manifests: &Manifests, rules: &HostPathRules) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for workload in &manifests.workloads {
+        for volume in &workload.host_path_volumes {
+            audit_volume(workload, volume, rules, &mut findings);
+        }
+    }
+    for skipped in &manifests.skipped {
+        let (message, position) = match &skipped.kind {
+            Some(kind) => (
+                format!("skipped kind `{}`: not a workload kind", kind.value),
+                kind.position,
+            ),
+            None => (
+                "skipped a document without `kind`: not a Kubernetes object".to_owned(),
+                skipped.position,
+            ),
+        };
+        findings.push(Finding {
+            rule: &RULE_SKIPPED,
+            severity: Severity::Note,
+            message,
+            location: Some(skipped.source.location(position)),
+            snippet: skipped.source.line(position.line).map(str::to_owned),
+            related: Vec::new(),
+        });
+    }
+    findings
+}
+
+/// Builds findings located at one volume's `path:` value.
+struct VolumeReporter<'a> {
+    workload: &'a Workload,
+    volume: &'a HostPathVolume,
+}
+
+impl VolumeReporter<'_> {
+    fn finding(&self, rule: &'static Rule, message: String, related: Vec<Related>) -> Finding {
+        let position = self.volume.path.position;
+        Finding {
+            rule,
+            severity: rule.default_severity,
+            message: format!(
+                "{}: hostPath volume `{}`: {message}",
+                self.workload.display_name(),
+                self.volume.name
+            ),
+            location: Some(self.workload.source.location(position)),
+            snippet: self.workload.source.line(position.line).map(str::to_owned),
+            related,
+        }
+    }
+
+    fn related<T>(&self, value: &Sourced<T>, message: String) -> Related {
+        Related {
+            location: self.workload.source.location(value.position),
+            message,
+        }
+    }
+}
+
+fn declared(location: &Option<Location>, message: String) -> Option<Related> {
+    location.as_ref().map(|location| Related {
+        location: location.clone(),
+        message,
+    })
+}
+
+fn audit_volume(
+    workload: &Workload,
+    volume: &HostPathVolume,
+    rules: &HostPathRules,
+    findings: &mut Vec<Finding>,
+) {
+    let report = VolumeReporter { workload, volume };
+    let raw = &volume.path.value;
+
+    if let Some(path_type) = &volume.path_type {
+        if !VALID_HOST_PATH_TYPES.contains(&path_type.value.as_str()) {
+            findings.push(report.finding(
+                &RULE_INVALID_PATH,
+                format!("unknown hostPath type `{}`", path_type.value),
+                vec![report.related(path_type, "the type".to_owned())],
+            ));
+        }
+    }
+    let path = match NormalPath::parse(raw) {
+        Ok(path) => path,
+        Err(error) => {
+            findings.push(report.finding(
+                &RULE_INVALID_PATH,
+                format!("path `{raw}`: {error}"),
+                Vec::new(),
+            ));
+            return;
+        }
+    };
+
+    if !rules.roots.iter().any(|root| root.path.contains(&path)) {
+        let roots: Vec<&str> = rules.roots.iter().map(|r| r.path.as_str()).collect();
+        let related = rules
+            .roots
+            .iter()
+            .filter_map(|r| {
+                declared(
+                    &r.declared_at,
+                    format!("hostPath root {} declared here", r.path),
+                )
+            })
+            .collect();
+        findings.push(report.finding(
+            &RULE_OUTSIDE_ROOT,
+            format!(
+                "`{path}` is outside every hostPath root ({})",
+                if roots.is_empty() {
+                    "the layout declares none".to_owned()
+                } else {
+                    roots.join(", ")
+                }
+            ),
+            related,
+        ));
+    }
+
+    let exposed: Vec<&LayoutPathRule> = rules
+        .protected
+        .iter()
+        .filter(|p| p.path.contains(&path) || path.contains(&p.path))
+        .collect();
+    if !exposed.is_empty() {
+        let list = |relation: fn(&NormalPath, &NormalPath) -> bool| {
+            exposed
+                .iter()
+                .filter(|p| relation(&p.path, &path))
+                .map(|p| p.path.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let equal = list(|protected, path| protected == path);
+        let ancestors = list(|protected, path| protected != path && protected.contains(path));
+        let below = list(|protected, path| protected != path && path.contains(protected));
+        let mut parts = Vec::new();
+        if !equal.is_empty() {
+            parts.push(format!("is protected path {equal}"));
+        }
+        if !ancestors.is_empty() {
+            parts.push(format!("lies inside protected path(s) {ancestors}"));
+        }
+        if !below.is_empty() {
+            parts.push(format!("exposes protected path(s) below it: {below}"));
+        }
+        let related = exposed
+            .iter()
+            .filter_map(|p| {
+                declared(
+                    &p.declared_at,
+                    format!("protected path {} declared here", p.path),
+                )
+            })
+            .collect();
+        findings.push(report.finding(
+            &RULE_PROTECTED,
+            format!("`{path}` {}", parts.join("; ")),
+            related,
+        ));
+    }
+
+    for mount in &volume.mounts {
+        audit_mount_security(&report, mount, rules, findings);
+    }
+    for mount in &volume.mounts {
+        audit_mount_writable(&report, &path, mount, rules, findings);
+    }
+
+    if let Some(path_type) = &volume.path_type {
+        let what = match path_type.value.as_str() {
+            "Socket" => Some("a socket"),
+            "CharDevice" => Some("a character device"),
+            "BlockDevice" => Some("a block device"),
+            _ => None,
+        };
+        if let Some(what) = what {
+            findings.push(report.finding(
+                &RULE_SOCKET_OR_DEVICE,
+                format!("`{path}` is {what} (type: {})", path_type.value),
+                vec![report.related(path_type, "the type".to_owned())],
+            ));
+        }
+    }
+}
+
+fn container_label(mount: &HostPathMount) -> String {
+    format!("{} `{}`", mount.container_kind.as_str(), mount.container)
+}
+
+fn audit_mount_security(
+    report: &VolumeReporter<'_>,
+    mount: &HostPathMount,
+    rules: &HostPathRules,
+    findings: &mut Vec<Finding>,
+) {
+    if let Some(privileged) = mount.privileged.as_ref().filter(|p| p.value) {
+        findings.push(report.finding(
+            &RULE_PRIVILEGED,
+            format!(
+                "{} is privileged and mounts it at `{}`",
+                container_label(mount),
+                mount.mount_path.value
+            ),
+            vec![report.related(privileged, "privileged: true".to_owned())],
+        ));
+    }
+    if let Some(selinux_type) = &mount.selinux_type {
+        if !rules.workload_types.contains(&selinux_type.value) {
+            findings.push(report.finding(
+                &RULE_SELINUX_TYPE,
+                format!(
+                    "{} runs as SELinux type `{}`, not a workload type ({}), and mounts it at `{}`",
+                    container_label(mount),
+                    selinux_type.value,
+                    rules.workload_types.join(", "),
+                    mount.mount_path.value
+                ),
+                vec![report.related(selinux_type, "seLinuxOptions.type".to_owned())],
+            ));
+        }
+    }
+}
+
+/// The layout path that governs `path`: the deepest root, read-only or
+/// protected path containing it.
+enum Governing<'a> {
+    Root(&'a RootRule),
+    ReadOnly(&'a LayoutPathRule),
+    Protected,
+}
+
+fn governing<'a>(rules: &'a HostPathRules, path: &NormalPath) -> Option<Governing<'a>> {
+    let roots = rules
+        .roots
+        .iter()
+        .filter(|r| r.path.contains(path))
+        .map(|r| (r.path.depth(), Governing::Root(r)));
+    let read_only = rules
+        .read_only
+        .iter()
+        .filter(|r| r.path.contains(path))
+        .map(|r| (r.path.depth(), Governing::ReadOnly(r)));
+    let protected = rules
+        .protected
+        .iter()
+        .filter(|r| r.path.contains(path))
+        .map(|r| (r.path.depth(), Governing::Protected));
+    // On equal depth the stricter declaration wins (protected, then read-only).
+    roots
+        .chain(read_only)
+        .chain(protected)
+        .enumerate()
+        .max_by_key(|(order, (depth, _))| (*depth, *order))
+        .map(|(_, (_, governing))| governing)
+}
+
+fn audit_mount_writable(
+    report: &VolumeReporter<'_>,
+    path: &NormalPath,
+    mount: &HostPathMount,
+    rules: &HostPathRules,
+    findings: &mut Vec<Finding>,
+) {
+    if mount.is_read_only() {
+        return;
+    }
+    // With a literal subPath the container sees only that subtree.
+    let effective = match &mount.sub_path {
+        Some(sub_path) if !sub_path.value.is_empty() => match path.join(&sub_path.value) {
+            Ok(effective) => effective,
+            Err(error) => {
+                findings.push(report.finding(
+                    &RULE_INVALID_PATH,
+                    format!(
+                        "{} mounts it with subPath `{}`: {error}",
+                        container_label(mount),
+                        sub_path.value
+                    ),
+                    vec![report.related(sub_path, "the subPath".to_owned())],
+                ));
+                return;
+            }
+        },
+        _ => path.clone(),
+    };
+    let (read_only_path, declared_at) = match governing(rules, &effective) {
+        Some(Governing::ReadOnly(rule)) => (&rule.path, &rule.declared_at),
+        Some(Governing::Root(root)) if !root.workload_writable => (&root.path, &root.declared_at),
+        _ => return,
+    };
+    let mut related = Vec::new();
+    related.extend(declared(
+        declared_at,
+        format!("{read_only_path} declared read-only for workloads here"),
+    ));
+    findings.push(report.finding(
+        &RULE_WRITABLE_READ_ONLY,
+        format!(
+            "{} mounts `{effective}` writable at `{}`, but workloads may only read {read_only_path}",
+            container_label(mount),
+            mount.mount_path.value
+        ),
+        related,
+    ));
+}

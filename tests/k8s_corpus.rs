@@ -1,0 +1,557 @@
+//! The Kubernetes corpus under `tests/data/k8s/` against the default
+//! layout's hostPath rules.
+//!
+//! Expectations live in the corpus itself: a line ending in
+//! `# expect: RULE[,RULE…]` must carry exactly those findings, located at
+//! the value on that line; no other line may carry any. The column is
+//! computed here from the text, independently of the YAML parser.
+//!
+//! Regenerate the snapshots with `INSTA_UPDATE=always cargo test --test k8s_corpus`
+//! and review the diff.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use semanifest::check::report::{self, Finding, HumanOptions, Location, Severity};
+use semanifest::k8s::{
+    self, ContainerKind, HostPathRules, LayoutPathRule, LoadError, NormalPath, RootRule,
+};
+
+const CORPUS: &str = "tests/data/k8s/corpus";
+const ERRORS: &str = "tests/data/k8s/errors";
+
+fn path(p: &str) -> NormalPath {
+    NormalPath::parse(p).expect("test rule paths are normal")
+}
+
+fn layout_location(line: u32) -> Option<Location> {
+    Some(Location {
+        file: "layout.yaml".to_owned(),
+        line,
+        column: 11,
+        end_column: None,
+    })
+}
+
+/// The default layout's values (see DESIGN §2).
+fn default_rules() -> HostPathRules {
+    let protected = |p, line| LayoutPathRule {
+        path: path(p),
+        declared_at: layout_location(line),
+    };
+    HostPathRules {
+        roots: vec![RootRule {
+            path: path("/var/mnt"),
+            workload_writable: true,
+            declared_at: layout_location(40),
+        }],
+        protected: vec![
+            protected("/var/lib/etcd", 10),
+            protected("/var/lib/kubelet", 15),
+            protected("/var/lib/kubelet/pki", 20),
+            protected("/var/log/audit", 25),
+            protected("/var/system/overlays", 30),
+        ],
+        workload_types: vec!["container_t".to_owned()],
+        read_only: vec![
+            LayoutPathRule {
+                path: path("/var/log"),
+                declared_at: layout_location(33),
+            },
+            LayoutPathRule {
+                path: path("/var/log/pods"),
+                declared_at: layout_location(36),
+            },
+        ],
+    }
+}
+
+fn corpus_files() -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = fs::read_dir(CORPUS)
+        .expect("corpus directory")
+        .map(|e| e.expect("corpus entry").path())
+        .collect();
+    files.sort();
+    assert!(files.len() >= 10, "corpus went missing: {files:?}");
+    files
+}
+
+/// (line, column, rule) for every `# expect:` annotation of `text`.
+fn annotations(text: &str) -> Vec<(u32, u32, String)> {
+    let mut expected = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        let Some(comment) = line.find("# expect: ") else {
+            continue;
+        };
+        if line.trim_start().starts_with('#') {
+            continue; // prose about annotations, not one
+        }
+        let code = &line[..comment];
+        // The value follows the first `: ` (past any `- ` and an `&anchor`).
+        let key_end = code.find(": ").expect("annotated line has a key") + 2;
+        let mut value_start = key_end + code[key_end..].len() - code[key_end..].trim_start().len();
+        if code[value_start..].starts_with('&') {
+            let anchor_len = code[value_start..].find(' ').expect("anchor then value");
+            value_start += anchor_len + 1;
+        }
+        let column = code[..value_start].chars().count() as u32 + 1;
+        for rule in line[comment + "# expect: ".len()..].split(',') {
+            expected.push((index as u32 + 1, column, rule.trim().to_owned()));
+        }
+    }
+    expected.sort();
+    expected
+}
+
+fn actual(findings: &[Finding], file: &str) -> Vec<(u32, u32, String)> {
+    let mut actual: Vec<_> = findings
+        .iter()
+        .map(|f| {
+            let location = f
+                .location
+                .as_ref()
+                .expect("every k8s finding has a location");
+            assert_eq!(location.file, file, "{f:?}");
+            (location.line, location.column, f.rule.id.to_owned())
+        })
+        .collect();
+    actual.sort();
+    actual
+}
+
+fn audit_file(file: &Path) -> (String, Vec<Finding>) {
+    let name = file.display().to_string();
+    let text = fs::read_to_string(file).expect("corpus file");
+    let manifests = k8s::parse_str(&name, &text).unwrap_or_else(|e| panic!("{e}"));
+    (text, k8s::audit(&manifests, &default_rules()))
+}
+
+#[test]
+fn corpus_findings_match_annotations() {
+    let mut total = 0;
+    for file in corpus_files() {
+        let (text, findings) = audit_file(&file);
+        let expected = annotations(&text);
+        let name = file.display().to_string();
+        assert_eq!(
+            actual(&findings, &name),
+            expected,
+            "{name}: findings differ from annotations; findings:\n{findings:#?}"
+        );
+        total += expected.len();
+    }
+    assert!(total > 40, "annotations went missing ({total})");
+}
+
+/// Control for the annotation test: the same corpus against a layout that
+/// makes `/` a writable root and protects nothing reports far less, so the
+/// test above can fail.
+#[test]
+fn annotations_are_not_vacuous() {
+    let permissive = HostPathRules {
+        roots: vec![RootRule {
+            path: path("/"),
+            workload_writable: true,
+            declared_at: None,
+        }],
+        protected: vec![],
+        workload_types: vec!["container_t".to_owned()],
+        read_only: vec![],
+    };
+    let file = Path::new(CORPUS).join("node-exporter.yaml");
+    let text = fs::read_to_string(&file).unwrap();
+    let manifests = k8s::parse_str("node-exporter.yaml", &text).unwrap();
+    let findings = k8s::audit(&manifests, &permissive);
+    assert_ne!(actual(&findings, "node-exporter.yaml"), annotations(&text));
+    assert!(
+        findings.iter().all(|f| f.severity == Severity::Note),
+        "{findings:#?}"
+    );
+}
+
+/// A few positions spelled out, so a shared bug in the annotation reader and
+/// the parser cannot hide.
+#[test]
+fn exact_positions() {
+    let cases: [(&str, u32, u32, Option<u32>, &str); 6] = [
+        // node-exporter: `path: /` at line 95, value in column 19.
+        (
+            "node-exporter.yaml",
+            95,
+            19,
+            Some(20),
+            "k8s-hostpath-protected",
+        ),
+        ("node-exporter.yaml", 6, 7, Some(21), "k8s-skipped-object"),
+        (
+            "etcd-backup.yaml",
+            43,
+            23,
+            Some(43),
+            "k8s-hostpath-protected",
+        ),
+        // A quoted scalar: the region covers the quotes.
+        (
+            "invalid-paths.yaml",
+            26,
+            15,
+            Some(39),
+            "k8s-hostpath-invalid",
+        ),
+        // An alias: the position of the alias, where the volume uses it.
+        (
+            "template-kinds.yaml",
+            37,
+            19,
+            Some(28),
+            "k8s-hostpath-protected",
+        ),
+        (
+            "kubectl-list.yaml",
+            46,
+            19,
+            Some(39),
+            "k8s-hostpath-protected",
+        ),
+    ];
+    for (file, line, column, end_column, rule) in cases {
+        let (_, findings) = audit_file(&Path::new(CORPUS).join(file));
+        let found = findings
+            .iter()
+            .find(|f| {
+                f.rule.id == rule
+                    && f.location
+                        .as_ref()
+                        .is_some_and(|l| l.line == line && l.column == column)
+            })
+            .unwrap_or_else(|| panic!("{file}:{line}:{column} {rule} missing: {findings:#?}"));
+        let location = found.location.as_ref().unwrap();
+        assert_eq!(location.end_column, end_column, "{file}:{line}:{column}");
+        let snippet = found.snippet.as_deref().expect("snippet");
+        assert!(
+            snippet.contains("path:") || snippet.contains("kind:"),
+            "{snippet}"
+        );
+    }
+}
+
+#[test]
+fn extracted_facts() {
+    let text = fs::read_to_string(Path::new(CORPUS).join("csi-node.yaml")).unwrap();
+    let manifests = k8s::parse_str("csi-node.yaml", &text).unwrap();
+    let [workload] = &manifests.workloads[..] else {
+        panic!("one workload expected: {:#?}", manifests.workloads)
+    };
+    assert_eq!(workload.kind.value, "DaemonSet");
+    assert_eq!(workload.name.as_deref(), Some("csi-nfs-node"));
+    assert_eq!(workload.namespace.as_deref(), Some("kube-system"));
+    let volumes: Vec<&str> = workload
+        .host_path_volumes
+        .iter()
+        .map(|v| v.name.as_str())
+        .collect();
+    assert_eq!(
+        volumes,
+        ["socket-dir", "pods-mount-dir", "registration-dir"]
+    );
+    let pods = &workload.host_path_volumes[1];
+    assert_eq!(pods.path.value, "/var/lib/kubelet/pods");
+    assert_eq!(pods.path_type.as_ref().unwrap().value, "Directory");
+    let [mount] = &pods.mounts[..] else {
+        panic!("{:#?}", pods.mounts)
+    };
+    assert_eq!(mount.container, "nfs");
+    assert_eq!(mount.container_kind, ContainerKind::Regular);
+    assert_eq!(mount.mount_path.value, "/var/lib/kubelet/pods");
+    assert_eq!(mount.mount_propagation.as_deref(), Some("Bidirectional"));
+    assert!(!mount.is_read_only());
+    let privileged = mount.privileged.as_ref().unwrap();
+    assert!(privileged.value);
+    assert_eq!(
+        (privileged.position.line, privileged.position.column),
+        (54, 25)
+    );
+    let socket_dir = &workload.host_path_volumes[0];
+    let containers: Vec<&str> = socket_dir
+        .mounts
+        .iter()
+        .map(|m| m.container.as_str())
+        .collect();
+    assert_eq!(
+        containers,
+        ["liveness-probe", "node-driver-registrar", "nfs"]
+    );
+}
+
+#[test]
+fn effective_selinux_type_follows_the_kubelet() {
+    let text = fs::read_to_string(Path::new(CORPUS).join("selinux-types.yaml")).unwrap();
+    let manifests = k8s::parse_str("selinux-types.yaml", &text).unwrap();
+    let volume = &manifests.workloads[0].host_path_volumes[0];
+    let types: Vec<(&str, ContainerKind, Option<&str>)> = volume
+        .mounts
+        .iter()
+        .map(|m| {
+            (
+                m.container.as_str(),
+                m.container_kind,
+                m.selinux_type.as_ref().map(|t| t.value.as_str()),
+            )
+        })
+        .collect();
+    assert_eq!(
+        types,
+        [
+            ("init", ContainerKind::Init, Some("container_t")),
+            ("inherits-pod-type", ContainerKind::Regular, Some("spc_t")),
+            // Its own seLinuxOptions (level only) replace the pod's whole.
+            ("sets-level-only", ContainerKind::Regular, None),
+            (
+                "log-reader",
+                ContainerKind::Regular,
+                Some("container_logreader_t")
+            ),
+        ]
+    );
+    // The pod-level type is reported where the pod sets it.
+    let inherited = volume.mounts[1].selinux_type.as_ref().unwrap();
+    assert_eq!(
+        (inherited.position.line, inherited.position.column),
+        (19, 17)
+    );
+}
+
+#[test]
+fn skipped_objects_and_lists() {
+    let text = fs::read_to_string(Path::new(CORPUS).join("kubectl-list.yaml")).unwrap();
+    let manifests = k8s::parse_str("l.yaml", &text).unwrap();
+    let kinds: Vec<&str> = manifests
+        .workloads
+        .iter()
+        .map(|w| w.kind.value.as_str())
+        .collect();
+    assert_eq!(kinds, ["Pod", "Deployment"]);
+    let skipped: Vec<&str> = manifests
+        .skipped
+        .iter()
+        .map(|s| s.kind.as_ref().unwrap().value.as_str())
+        .collect();
+    assert_eq!(skipped, ["PodSecurityPolicy"]);
+
+    let text = fs::read_to_string(Path::new(CORPUS).join("template-kinds.yaml")).unwrap();
+    let manifests = k8s::parse_str("t.yaml", &text).unwrap();
+    let kinds: Vec<&str> = manifests
+        .workloads
+        .iter()
+        .map(|w| w.kind.value.as_str())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "PodTemplate",
+            "ReplicationController",
+            "ReplicaSet",
+            "Deployment"
+        ]
+    );
+    assert!(manifests.skipped.is_empty(), "{:#?}", manifests.skipped);
+
+    // A document without kind is noted, with its position.
+    let manifests = k8s::parse_str("v.yaml", "# values\nreplicas: 3\nimage: {tag: x}\n").unwrap();
+    let findings = k8s::audit(&manifests, &default_rules());
+    assert_eq!(findings.len(), 1, "{findings:#?}");
+    assert_eq!(findings[0].rule.id, "k8s-skipped-object");
+    assert_eq!(findings[0].location.as_ref().unwrap().line, 2);
+}
+
+/// Each malformed input: the error kind and the exact line and column.
+#[test]
+fn errors_name_file_line_and_column() {
+    let cases: [(&str, &str, u32, u32); 5] = [
+        ("helm-template.yaml", "templated", 4, 9),
+        ("malformed.yaml", "yaml", 10, 8),
+        ("yes-boolean.yaml", "yaml", 12, 21),
+        ("duplicate-key.yaml", "yaml", 13, 9),
+        ("wrong-shape.yaml", "yaml", 6, 12),
+    ];
+    for (file, kind, line, column) in cases {
+        let path = Path::new(ERRORS).join(file);
+        let name = path.display().to_string();
+        let text = fs::read_to_string(&path).unwrap();
+        let error = match k8s::parse_str(&name, &text) {
+            Ok(m) => panic!("{file}: parsed: {m:#?}"),
+            Err(e) => e,
+        };
+        let location = match (&error, kind) {
+            (LoadError::Templated { location, .. }, "templated") => location,
+            (LoadError::Yaml { location, .. }, "yaml") => location,
+            _ => panic!("{file}: unexpected error {error:?}"),
+        };
+        assert_eq!(
+            (location.file.as_str(), location.line, location.column),
+            (name.as_str(), line, column),
+            "{file}: {error}"
+        );
+        let message = error.to_string();
+        assert!(
+            message.starts_with(&format!("{name}:{line}:{column}: ")),
+            "{message}"
+        );
+        if kind == "templated" {
+            assert!(message.contains("helm template"), "{message}");
+        }
+        let finding = error.to_finding(None);
+        assert_eq!(finding.rule.id, "k8s-invalid-yaml");
+        assert_eq!(finding.location.as_ref(), Some(location));
+    }
+}
+
+#[test]
+fn load_paths_walks_directories_and_names_files_as_given() {
+    let manifests = k8s::load_paths(&[PathBuf::from(CORPUS)]).unwrap_or_else(|e| panic!("{e}"));
+    let mut files: Vec<&str> = manifests
+        .workloads
+        .iter()
+        .map(|w| w.source.name.as_str())
+        .collect();
+    files.dedup();
+    let expected: Vec<String> = corpus_files()
+        .iter()
+        .map(|f| f.display().to_string())
+        .collect();
+    assert_eq!(files, expected);
+}
+
+#[test]
+fn load_paths_filters_and_reports_every_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let pod = |p: &str| {
+        format!("kind: Pod\nspec:\n  volumes:\n    - name: v\n      hostPath:\n        path: {p}\n")
+    };
+    fs::create_dir_all(root.join("sub/deeper")).unwrap();
+    fs::create_dir_all(root.join(".git")).unwrap();
+    fs::write(root.join("a.yaml"), pod("/a")).unwrap();
+    fs::write(root.join("sub/deeper/b.yml"), pod("/b")).unwrap();
+    fs::write(root.join("sub/notes.txt"), pod("/not-read")).unwrap();
+    fs::write(root.join(".hidden.yaml"), pod("/not-read")).unwrap();
+    fs::write(root.join(".git/c.yaml"), pod("/not-read")).unwrap();
+    fs::write(root.join("bad.yaml"), "kind: Pod\nspec: [\n").unwrap();
+    fs::write(root.join("latin1.yaml"), b"kind: Pod # \xe9\n").unwrap();
+    std::os::unix::fs::symlink(root.join("sub"), root.join("sub/loop")).unwrap();
+    std::os::unix::fs::symlink(root.join("a.yaml"), root.join("z-link.yaml")).unwrap();
+    let explicit = root.join("sub/notes.txt");
+    let missing = root.join("missing.yaml");
+
+    let error = k8s::load_paths(&[root.to_path_buf(), explicit, missing.clone()]).unwrap_err();
+    let paths: Vec<String> = error
+        .loaded
+        .workloads
+        .iter()
+        .map(|w| w.host_path_volumes[0].path.value.clone())
+        .collect();
+    // Name order within a directory; the symlinked file is read, the
+    // symlinked directory (a loop) is not; an explicit file is read
+    // whatever its extension.
+    assert_eq!(paths, ["/a", "/b", "/a", "/not-read"]);
+    let messages: Vec<String> = error.errors.iter().map(ToString::to_string).collect();
+    assert_eq!(messages.len(), 3, "{messages:#?}");
+    assert!(
+        messages[0].starts_with(&format!("{}:", missing.display())),
+        "{messages:#?}"
+    );
+    assert!(
+        messages[1].starts_with(&format!(
+            "{}:2:7: invalid YAML",
+            root.join("bad.yaml").display()
+        )),
+        "{messages:#?}"
+    );
+    assert_eq!(
+        messages[2],
+        format!(
+            "{}: not valid UTF-8 text",
+            root.join("latin1.yaml").display()
+        )
+    );
+}
+
+fn corpus_findings() -> Vec<Finding> {
+    corpus_files()
+        .iter()
+        .flat_map(|f| audit_file(f).1)
+        .collect()
+}
+
+#[test]
+fn human_report_snapshot() {
+    let text = report::render_human(&corpus_findings(), HumanOptions::default());
+    insta::assert_snapshot!("corpus_human", text);
+}
+
+#[test]
+fn json_report_snapshot() {
+    let (_, findings) = audit_file(&Path::new(CORPUS).join("etcd-backup.yaml"));
+    insta::assert_snapshot!("etcd_backup_json", report::render_json(&findings));
+}
+
+#[test]
+fn rule_ids_are_unique_and_documented() {
+    let docs = fs::read_to_string("docs/check-json.md").expect("docs/check-json.md");
+    let mut seen = BTreeMap::new();
+    for rule in k8s::RULES.iter().chain([&&k8s::RULE_YAML]) {
+        assert!(
+            seen.insert(rule.id, rule.name).is_none(),
+            "duplicate {}",
+            rule.id
+        );
+        assert!(
+            docs.contains(rule.id),
+            "{} is not in docs/check-json.md",
+            rule.id
+        );
+    }
+}
+
+/// The example in docs/check-json.md has the shape the renderer writes.
+#[test]
+fn documented_json_example_matches_the_renderer() {
+    let docs = fs::read_to_string("docs/check-json.md").unwrap();
+    let start = docs.find("```json\n").expect("json example") + "```json\n".len();
+    let end = start + docs[start..].find("```").unwrap();
+    let example: serde_json::Value = serde_json::from_str(&docs[start..end]).unwrap();
+    let (_, findings) = audit_file(&Path::new(CORPUS).join("etcd-backup.yaml"));
+    let rendered: serde_json::Value =
+        serde_json::from_str(&report::render_json(&findings[1..2])).unwrap();
+    assert_eq!(example["version"], report::JSON_SCHEMA_VERSION);
+    let keys =
+        |v: &serde_json::Value| -> Vec<String> { v.as_object().unwrap().keys().cloned().collect() };
+    assert_eq!(keys(&example), keys(&rendered));
+    let (documented, actual) = (&example["findings"][0], &rendered["findings"][0]);
+    assert_eq!(keys(documented), keys(actual));
+    assert_eq!(documented["message"], actual["message"]);
+    assert_eq!(documented["location"]["line"], actual["location"]["line"]);
+    assert_eq!(keys(&documented["location"]), keys(&actual["location"]));
+    assert_eq!(keys(&documented["related"][0]), keys(&actual["related"][0]));
+}
+
+#[test]
+fn error_messages_snapshot() {
+    let mut files: Vec<PathBuf> = fs::read_dir(ERRORS)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    let messages: Vec<String> = files
+        .iter()
+        .map(|file| {
+            let text = fs::read_to_string(file).unwrap();
+            match k8s::parse_str(&file.display().to_string(), &text) {
+                Ok(_) => panic!("{} parsed", file.display()),
+                Err(error) => error.to_string(),
+            }
+        })
+        .collect();
+    insta::assert_snapshot!("error_messages", messages.join("\n"));
+}

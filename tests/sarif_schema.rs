@@ -1,0 +1,151 @@
+//! SARIF output validated against the official OASIS SARIF 2.1.0 schema by
+//! a real validator (python `jsonschema`, see `.ci/validate-sarif.py` and
+//! `.ci/python-requirements.txt`). Fails, never skips, when the validator
+//! is not installed.
+
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+use semanifest::check::report::{self, Finding, Location, Related, Severity};
+use semanifest::k8s::{self, HostPathRules, LayoutPathRule, NormalPath, RootRule};
+
+/// Runs the validator on `sarif`; Ok(stdout) when valid, Err(stdout) when not.
+fn validate(sarif: &str) -> Result<String, String> {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("check.sarif");
+    fs::write(&file, sarif).unwrap();
+    let output = Command::new("python3")
+        .arg(".ci/validate-sarif.py")
+        .arg(&file)
+        .output()
+        .expect("python3 is needed to validate SARIF (see .ci/python-requirements.txt)");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    match output.status.code() {
+        Some(0) => Ok(stdout),
+        Some(1) => Err(stdout),
+        _ => panic!("the SARIF validator is not set up: {stderr}"),
+    }
+}
+
+fn rules() -> HostPathRules {
+    let p = |s| NormalPath::parse(s).unwrap();
+    HostPathRules {
+        roots: vec![RootRule {
+            path: p("/var/mnt"),
+            workload_writable: true,
+            declared_at: None,
+        }],
+        protected: vec![LayoutPathRule {
+            path: p("/var/lib/etcd"),
+            declared_at: Some(Location {
+                file: "layout.yaml".to_owned(),
+                line: 12,
+                column: 13,
+                end_column: Some(26),
+            }),
+        }],
+        workload_types: vec!["container_t".to_owned()],
+        read_only: vec![LayoutPathRule {
+            path: p("/var/log"),
+            declared_at: None,
+        }],
+    }
+}
+
+fn findings() -> Vec<Finding> {
+    let manifests = k8s::load_paths(&[Path::new("tests/data/k8s/corpus").to_path_buf()])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut findings = k8s::audit(&manifests, &rules());
+    // File names that need percent-encoding, and a finding without location.
+    let odd = Location {
+        file: "manifests dir/ü#1:x.yaml".to_owned(),
+        line: 3,
+        column: 9,
+        end_column: None,
+    };
+    findings.push(Finding {
+        rule: &k8s::RULE_OUTSIDE_ROOT,
+        severity: Severity::Error,
+        message: "odd name".to_owned(),
+        location: Some(odd.clone()),
+        snippet: None,
+        related: vec![Related {
+            location: odd,
+            message: "again".to_owned(),
+        }],
+    });
+    findings.push(Finding {
+        rule: &k8s::RULE_SKIPPED,
+        severity: Severity::Note,
+        message: "no location".to_owned(),
+        location: None,
+        snippet: None,
+        related: vec![],
+    });
+    findings
+}
+
+#[test]
+fn sarif_is_valid_against_the_official_schema() {
+    let findings = findings();
+    assert!(findings.len() > 40);
+    let sarif = report::render_sarif(&findings);
+    if let Err(errors) = validate(&sarif) {
+        panic!("SARIF does not validate:\n{errors}\n{sarif}");
+    }
+    // Empty runs are valid too (a clean check).
+    validate(&report::render_sarif(&[])).expect("empty SARIF log validates");
+}
+
+/// Control: the validator rejects what the schema forbids, so the test
+/// above can fail.
+#[test]
+fn validator_rejects_invalid_sarif() {
+    let sarif = report::render_sarif(&findings());
+    let mut log: serde_json::Value = serde_json::from_str(&sarif).unwrap();
+    log["runs"][0]["results"][0]["level"] = "fatal".into();
+    let errors = validate(&log.to_string()).expect_err("invalid level accepted");
+    assert!(errors.contains("level"), "{errors}");
+
+    let mut log: serde_json::Value = serde_json::from_str(&sarif).unwrap();
+    log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["region"]["startLine"] =
+        0.into();
+    validate(&log.to_string()).expect_err("startLine 0 accepted");
+
+    // The uri-reference format is checked, not ignored.
+    let mut log: serde_json::Value = serde_json::from_str(&sarif).unwrap();
+    log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] =
+        "a b#c#d".into();
+    validate(&log.to_string()).expect_err("malformed uri accepted");
+}
+
+#[test]
+fn sarif_positions_and_uris_are_as_given() {
+    let sarif = report::render_sarif(&findings());
+    let log: serde_json::Value = serde_json::from_str(&sarif).unwrap();
+    let results = log["runs"][0]["results"].as_array().unwrap();
+    let first = &results[0]["locations"][0]["physicalLocation"];
+    assert_eq!(
+        first["artifactLocation"]["uri"],
+        "tests/data/k8s/corpus/csi-node.yaml"
+    );
+    assert_eq!(first["region"]["startLine"], 78);
+    assert_eq!(first["region"]["startColumn"], 19);
+    let odd = results
+        .iter()
+        .find(|r| r["message"]["text"] == "odd name")
+        .unwrap();
+    assert_eq!(
+        odd["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+        "manifests%20dir/%C3%BC%231%3Ax.yaml"
+    );
+    let rules = log["runs"][0]["tool"]["driver"]["rules"]
+        .as_array()
+        .unwrap();
+    for result in results {
+        let index = result["ruleIndex"].as_u64().unwrap() as usize;
+        assert_eq!(rules[index]["id"], result["ruleId"]);
+    }
+}
