@@ -413,7 +413,7 @@ fn load_paths_walks_directories_and_names_files_as_given() {
     let mut files: Vec<&str> = manifests
         .workloads
         .iter()
-        .map(|w| w.source.name.as_str())
+        .map(|w| w.source.name())
         .collect();
     files.dedup();
     let expected: Vec<String> = corpus_files()
@@ -554,4 +554,21 @@ fn error_messages_snapshot() {
         })
         .collect();
     insta::assert_snapshot!("error_messages", messages.join("\n"));
+}
+
+/// Rendered charts and cluster dumps exceed the YAML library's default
+/// budget of 1,024 documents per stream.
+#[test]
+fn thousands_of_documents_parse() {
+    let stream = "kind: Pod\nspec:\n  volumes: [{name: v, hostPath: {path: /var/mnt/x}}]\n---\n"
+        .repeat(5000);
+    let manifests = k8s::parse_str("many.yaml", &stream).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(manifests.workloads.len(), 5000);
+    assert_eq!(
+        manifests.workloads[4999].host_path_volumes[0]
+            .path
+            .position
+            .line,
+        4 * 4999 + 3
+    );
 }

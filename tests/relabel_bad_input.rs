@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use relabel_common::*;
 use semanifest::fcontext::{FileContexts, FileKind};
-use semanifest::relabel::{self, LabelLookup, RelabelOptions};
+use semanifest::relabel::{self, Collector, LabelLookup, RelabelOptions};
 
 const SPECS: &str = "\
 /srv(/.*)?\tsystem_u:object_r:var_t:s0
@@ -235,9 +235,16 @@ fn files_vanishing_mid_walk_are_not_errors() {
         jobs: std::num::NonZeroUsize::new(1),
         ..RelabelOptions::default()
     };
-    let summary = relabel::relabel(&lookup, &[fixture.srv()], &options, &()).expect("relabel");
+    let collector = Collector::default();
+    let summary =
+        relabel::relabel(&lookup, &[fixture.srv()], &options, &collector).expect("relabel");
     assert!(lookup.fired.load(Ordering::SeqCst), "the deletion must have happened");
     assert_eq!(summary.errors, 0, "{summary:?}");
+    let (changes, errors) = collector.into_parts();
+    assert!(errors.is_empty(), "{errors:?}");
+    let changed: Vec<&[u8]> = changes.iter().map(|change| change.path.as_slice()).collect();
+    let srv = fixture.srv().into_os_string().into_encoded_bytes();
+    assert_eq!(changed[..2], [&srv[..], &[&srv[..], b"/log"].concat()[..]]);
     // Of the 8 non-directories and the subdirectory listed, all but the
     // first one looked up were removed: each is counted as vanished.
     assert_eq!(summary.vanished, 8, "{summary:?}");

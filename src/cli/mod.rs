@@ -32,8 +32,8 @@ Exit codes: 0 success, 1 findings or objects that could not be labelled,
 #[derive(Parser)]
 #[command(name = "semanifest", version, after_help = AFTER_HELP)]
 struct Cli {
-    /// More logging on stderr (-v info, -vv debug); RUST_LOG overrides.
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    /// More logging on stderr (once: info, twice: debug); RUST_LOG overrides.
+    #[arg(long, global = true, action = clap::ArgAction::Count)]
     verbose_log: u8,
     #[command(subcommand)]
     command: Command,

@@ -443,3 +443,122 @@ fn audit_mount_writable(
         related,
     ));
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::k8s::parse_str;
+
+    fn rule(path: &str) -> LayoutPathRule {
+        LayoutPathRule {
+            path: NormalPath::parse(path).unwrap(),
+            declared_at: None,
+        }
+    }
+
+    fn root(path: &str, workload_writable: bool) -> RootRule {
+        RootRule {
+            path: NormalPath::parse(path).unwrap(),
+            workload_writable,
+            declared_at: None,
+        }
+    }
+
+    fn pod(host_path: &str, read_only: bool, sub_path: Option<&str>) -> String {
+        let sub_path = sub_path.map_or(String::new(), |s| format!(", subPath: {s}"));
+        format!(
+            "kind: Pod\nspec:\n  containers:\n    - name: c\n      volumeMounts: \
+             [{{name: v, mountPath: /m, readOnly: {read_only}{sub_path}}}]\n  volumes:\n    \
+             - name: v\n      hostPath: {{path: {host_path}}}\n"
+        )
+    }
+
+    fn rule_ids(yaml: &str, rules: &HostPathRules) -> Vec<&'static str> {
+        let manifests = parse_str("t.yaml", yaml).unwrap();
+        audit(&manifests, rules).iter().map(|f| f.rule.id).collect()
+    }
+
+    #[test]
+    fn the_deepest_layout_path_decides_writability() {
+        let rules = HostPathRules {
+            roots: vec![
+                root("/var/mnt", true),
+                root("/var/log/export", true),
+                root("/srv", false),
+            ],
+            protected: vec![],
+            workload_types: vec!["container_t".to_owned()],
+            read_only: vec![rule("/var/log"), rule("/var/mnt/shared")],
+        };
+        let writable = "k8s-hostpath-writable-read-only";
+        let cases: [(&str, bool, Option<&str>, &[&str]); 8] = [
+            ("/var/mnt/data", false, None, &[]),
+            // A read-only path below a writable root.
+            ("/var/mnt/shared/x", false, None, &[writable]),
+            ("/var/mnt/shared/x", true, None, &[]),
+            // A writable root below a read-only path.
+            ("/var/log/export/a", false, None, &[]),
+            // A root the workload may not write.
+            ("/srv/www", false, None, &[writable]),
+            // subPath narrows the mount into the read-only part...
+            ("/var/mnt", false, Some("shared"), &[writable]),
+            // ...or out of it.
+            ("/var/log/export", false, Some("a/b"), &[]),
+            ("/var/mnt", false, Some("../etc"), &["k8s-hostpath-invalid"]),
+        ];
+        for (host_path, read_only, sub_path, expected) in cases {
+            let mut ids = rule_ids(&pod(host_path, read_only, sub_path), &rules);
+            ids.retain(|id| *id != "k8s-hostpath-outside-root");
+            assert_eq!(
+                ids, expected,
+                "{host_path} readOnly={read_only} subPath={sub_path:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn protected_messages_name_the_relation() {
+        let rules = HostPathRules {
+            roots: vec![root("/var/mnt", true)],
+            protected: vec![rule("/var/lib/kubelet"), rule("/var/lib/kubelet/pki")],
+            workload_types: vec![],
+            read_only: vec![],
+        };
+        let cases = [
+            ("/var/lib", "`/var/lib` exposes protected path(s) below it: /var/lib/kubelet, /var/lib/kubelet/pki"),
+            (
+                "/var/lib/kubelet",
+                "`/var/lib/kubelet` is protected path /var/lib/kubelet; exposes protected path(s) below it: /var/lib/kubelet/pki",
+            ),
+            (
+                "/var/lib/kubelet/pki/x",
+                "`/var/lib/kubelet/pki/x` lies inside protected path(s) /var/lib/kubelet, /var/lib/kubelet/pki",
+            ),
+        ];
+        for (host_path, message) in cases {
+            let manifests = parse_str("t.yaml", &pod(host_path, true, None)).unwrap();
+            let findings = audit(&manifests, &rules);
+            let protected = findings
+                .iter()
+                .find(|f| f.rule.id == "k8s-hostpath-protected")
+                .unwrap_or_else(|| panic!("{host_path}: {findings:#?}"));
+            assert!(
+                protected.message.ends_with(message),
+                "{}",
+                protected.message
+            );
+        }
+    }
+
+    #[test]
+    fn no_roots_means_every_hostpath_is_outside() {
+        let manifests = parse_str("t.yaml", &pod("/var/mnt/x", true, None)).unwrap();
+        let findings = audit(&manifests, &HostPathRules::default());
+        assert_eq!(findings.len(), 1);
+        assert!(
+            findings[0].message.ends_with("(the layout declares none)"),
+            "{}",
+            findings[0].message
+        );
+    }
+}

@@ -98,9 +98,13 @@ pub struct LoadErrors {
 /// YAML options shared by every Kubernetes input.
 fn yaml_options() -> serde_saphyr::Options {
     let mut budget = Budget::default();
-    // Rendered charts of a whole cluster easily exceed the default 1,024
-    // documents; nesting and node limits stay at their defaults.
-    budget.max_documents = 1 << 16;
+    // The defaults count the whole stream and suit one config file; a
+    // rendered chart or a cluster dump runs to thousands of documents and
+    // millions of nodes. These grow only linearly with the file size; the
+    // nesting and alias limits that stop YAML bombs stay at their defaults.
+    budget.max_documents = 1 << 20;
+    budget.max_nodes = 1 << 24;
+    budget.max_events = 1 << 26;
     serde_saphyr::options! {
         // `readOnly: yes` is true to the API server's YAML 1.1 decoder but a
         // string elsewhere; refuse the spelling instead of guessing.
@@ -115,16 +119,13 @@ fn yaml_options() -> serde_saphyr::Options {
 /// Parses one file's text (any number of YAML documents) into workloads and
 /// skipped objects. `name` is how positions will name the file.
 pub fn parse_str(name: &str, text: &str) -> Result<Manifests, LoadError> {
-    parse_source(Arc::new(SourceFile {
-        name: name.to_owned(),
-        text: text.to_owned(),
-    }))
+    parse_source(Arc::new(SourceFile::new(name.to_owned(), text.to_owned())))
 }
 
 /// [`parse_str`] on an already shared source.
 pub fn parse_source(source: Arc<SourceFile>) -> Result<Manifests, LoadError> {
     let documents: Vec<Spanned<RawObject>> =
-        serde_saphyr::from_multiple_with_options(&source.text, yaml_options())
+        serde_saphyr::from_multiple_with_options(source.text(), yaml_options())
             .map_err(|error| yaml_error(&source, &error))?;
     let mut manifests = Manifests::default();
     for document in documents {
@@ -161,7 +162,12 @@ fn yaml_error(source: &SourceFile, error: &serde_saphyr::Error) -> LoadError {
             escaped
         })
         .collect();
-    match template_line(&source.text) {
+    let template_line = match error {
+        // Size limits say nothing about templating.
+        serde_saphyr::Error::Budget { .. } => None,
+        _ => template_line(source.text()),
+    };
+    match template_line {
         Some(template_line) => LoadError::Templated {
             location,
             message,
@@ -347,7 +353,7 @@ fn read_file(path: &Path) -> Result<Arc<SourceFile>, LoadError> {
         source,
     })?;
     let text = String::from_utf8(bytes).map_err(|_| LoadError::NotUtf8 { path: name.clone() })?;
-    Ok(Arc::new(SourceFile { name, text }))
+    Ok(Arc::new(SourceFile::new(name, text)))
 }
 
 fn walk_dir(dir: &Path, files: &mut Vec<PathBuf>, errors: &mut Vec<LoadError>) {

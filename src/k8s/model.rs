@@ -23,21 +23,46 @@ pub struct Sourced<T> {
 }
 
 /// A file's text and its name as the user gave it (the name every
-/// position is reported against).
+/// position is reported against), with its line starts indexed so that
+/// snippets cost no rescan of the file.
 #[derive(Debug, PartialEq, Eq)]
 pub struct SourceFile {
-    pub name: String,
-    pub text: String,
+    name: String,
+    text: String,
+    /// Byte offset of the start of each line.
+    line_starts: Vec<usize>,
 }
 
 impl SourceFile {
+    pub fn new(name: String, text: String) -> Self {
+        let line_starts = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(at, _)| at + 1))
+            .collect();
+        SourceFile {
+            name,
+            text,
+            line_starts,
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
     /// The text of 1-based line `line`, without its line break.
     pub fn line(&self, line: u32) -> Option<&str> {
         let index = usize::try_from(line).ok()?.checked_sub(1)?;
-        self.text
-            .split('\n')
-            .nth(index)
-            .map(|l| l.strip_suffix('\r').unwrap_or(l))
+        let start = *self.line_starts.get(index)?;
+        let end = self
+            .line_starts
+            .get(index + 1)
+            .map_or(self.text.len(), |next| next - 1);
+        let line = self.text.get(start..end)?;
+        Some(line.strip_suffix('\r').unwrap_or(line))
     }
 
     /// A report location for `position` in this file.
@@ -158,5 +183,25 @@ impl Manifests {
     pub fn extend(&mut self, other: Manifests) {
         self.workloads.extend(other.workloads);
         self.skipped.extend(other.skipped);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_by_number() {
+        let source = SourceFile::new("f".to_owned(), "a\r\nbc\n\nlast".to_owned());
+        let lines: Vec<Option<&str>> = (0..=5).map(|n| source.line(n)).collect();
+        assert_eq!(
+            lines,
+            [None, Some("a"), Some("bc"), Some(""), Some("last"), None]
+        );
+        let trailing = SourceFile::new("f".to_owned(), "x\n".to_owned());
+        assert_eq!(
+            (trailing.line(1), trailing.line(2), trailing.line(3)),
+            (Some("x"), Some(""), None)
+        );
     }
 }

@@ -52,6 +52,7 @@ mod walk;
 use std::io;
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
+use std::sync::{Mutex, PoisonError};
 
 use serde::Serialize;
 
@@ -204,6 +205,21 @@ pub struct ObjectError {
     pub source: io::Error,
 }
 
+/// The walker's errors always carry an errno, which copies exactly.
+impl Clone for ObjectError {
+    fn clone(&self) -> Self {
+        let source = match self.source.raw_os_error() {
+            Some(code) => io::Error::from_raw_os_error(code),
+            None => io::Error::new(self.source.kind(), self.source.to_string()),
+        };
+        Self {
+            path: self.path.clone(),
+            operation: self.operation,
+            source,
+        }
+    }
+}
+
 impl ObjectError {
     /// True when the filesystem cannot store SELinux labels at all.
     pub fn is_unsupported_filesystem(&self) -> bool {
@@ -236,6 +252,53 @@ pub trait Observer: Sync {
 
 /// Ignores every event.
 impl Observer for () {}
+
+/// An owned [`Change`], as kept by [`Collector`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Drift {
+    pub path: Vec<u8>,
+    pub kind: FileKind,
+    pub found: Option<Vec<u8>>,
+    pub expected: String,
+}
+
+/// Keeps every change and error in memory, for callers that want a list
+/// rather than a stream (drift reports, tests). Memory grows with the
+/// number of drifted objects, not with the tree.
+#[derive(Debug, Default)]
+pub struct Collector {
+    drift: Mutex<Vec<Drift>>,
+    errors: Mutex<Vec<ObjectError>>,
+}
+
+impl Collector {
+    /// The changes sorted by path, and the errors in the order they came.
+    pub fn into_parts(self) -> (Vec<Drift>, Vec<ObjectError>) {
+        let mut drift = self.drift.into_inner().unwrap_or_else(PoisonError::into_inner);
+        drift.sort_by(|a, b| a.path.cmp(&b.path));
+        let errors = self.errors.into_inner().unwrap_or_else(PoisonError::into_inner);
+        (drift, errors)
+    }
+}
+
+impl Observer for Collector {
+    fn changed(&self, change: &Change<'_>) {
+        let drift = Drift {
+            path: change.path.to_vec(),
+            kind: change.kind,
+            found: change.found.map(<[u8]>::to_vec),
+            expected: change.expected.to_owned(),
+        };
+        self.drift.lock().unwrap_or_else(PoisonError::into_inner).push(drift);
+    }
+
+    fn failed(&self, error: &ObjectError) {
+        self.errors
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(error.clone());
+    }
+}
 
 /// Problems that stop a run before it starts.
 #[derive(Debug, thiserror::Error)]
