@@ -22,6 +22,10 @@ pub const BASE_POLICY: &[(&str, &str)] = &[
         "30-domains.cil",
         include_str!("../../policy/30-domains.cil"),
     ),
+    (
+        "40-oci-runtime.cil",
+        include_str!("../../policy/40-oci-runtime.cil"),
+    ),
 ];
 
 /// Every type the base policy declares with `(type NAME)`.
