@@ -32,12 +32,11 @@ mod matcher;
 mod source;
 mod subs;
 
-use std::collections::HashMap;
 use std::ffi::OsString;
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 
-use matcher::{CompiledSpec, Matcher};
+use matcher::{Matcher, PreparedSpec};
 use source::RawSpec;
 
 /// The file type a lookup is for, as `selabel_lookup`'s `mode` argument.
@@ -207,11 +206,11 @@ impl FileContexts {
 
     /// Number of specs loaded (all files together).
     pub fn len(&self) -> usize {
-        self.matcher.specs.len()
+        self.matcher.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.matcher.specs.is_empty()
+        self.matcher.len() == 0
     }
 
     fn build(
@@ -221,54 +220,34 @@ impl FileContexts {
         dist_subs: Vec<subs::Substitution>,
     ) -> Result<Self, LoadError> {
         // libselinux's sort_specs: regex specs keep their order, exact ones
-        // move behind them, also in order.
+        // move behind them, also in order. Later means higher priority.
         let (regex_specs, exact_specs): (Vec<_>, Vec<_>) =
             specs.into_iter().partition(|(_, spec)| spec.has_meta);
-        let ordered: Vec<(String, RawSpec)> = regex_specs.into_iter().chain(exact_specs).collect();
-
-        let mut compiled = Vec::with_capacity(ordered.len());
-        let mut by_stem: HashMap<Vec<u8>, (Vec<String>, Vec<u32>)> = HashMap::new();
-        let mut stemless: (Vec<String>, Vec<u32>) = (Vec::new(), Vec::new());
-        for (index, (file, spec)) in ordered.into_iter().enumerate() {
-            let pattern = dialect::translate(&spec.regex).map_err(|error| LoadError::Spec {
-                file: file.clone(),
+        let first_exact = regex_specs.len();
+        let mut prepared = Vec::with_capacity(first_exact + exact_specs.len());
+        for (file, spec) in regex_specs.into_iter().chain(exact_specs) {
+            let translation = dialect::translate(&spec.regex).map_err(|error| LoadError::Spec {
+                file,
                 location: spec.location,
                 problem: SpecProblem::Regex {
                     regex: String::from_utf8_lossy(&spec.regex).into_owned(),
                     reason: error.problem,
                 },
             })?;
-            let index = u32::try_from(index).map_err(|_| LoadError::TooLarge {
-                origin: origin.to_owned(),
-                problem: "more than 4 billion specs".to_owned(),
-            })?;
-            let group = match spec.stem {
-                Some(stem) => by_stem.entry(stem).or_default(),
-                None => &mut stemless,
-            };
-            group.0.push(pattern);
-            group.1.push(index);
-            compiled.push(CompiledSpec {
+            prepared.push(PreparedSpec {
                 mode: spec.mode,
-                context: spec.context.into_boxed_str(),
+                context: spec.context,
+                stem: spec.stem,
+                translation,
             });
         }
-        let too_large = |error: matcher::BuildError| LoadError::TooLarge {
-            origin: origin.to_owned(),
-            problem: error.0,
-        };
-        let mut stems = HashMap::with_capacity(by_stem.len());
-        for (stem, (patterns, indices)) in by_stem {
-            stems.insert(stem, matcher::build_group(&patterns, indices).map_err(too_large)?);
-        }
-        let stemless = if stemless.0.is_empty() {
-            None
-        } else {
-            Some(matcher::build_group(&stemless.0, stemless.1).map_err(too_large)?)
-        };
-        Ok(Self {
-            matcher: Matcher::new(compiled, stems, stemless, local_subs, dist_subs),
-        })
+        let matcher = Matcher::build(prepared, first_exact, local_subs, dist_subs).map_err(
+            |error| LoadError::TooLarge {
+                origin: origin.to_owned(),
+                problem: error.0,
+            },
+        )?;
+        Ok(Self { matcher })
     }
 }
 

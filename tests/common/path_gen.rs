@@ -98,7 +98,10 @@ impl Vocabulary {
         }
         // Half the time, complete a partial component (`/usr/lib/libfoo` → `.so.1`).
         if rng.chance(30) && path.last() != Some(&b'/') {
-            path.extend_from_slice(rng.pick(&[&b".so"[..], b".so.1", b".conf", b"-1.2", b".d", b"d", b"s", b".log", b"~", b".pid"]));
+            const ENDINGS: [&[u8]; 10] =
+                [b".so", b".so.1", b".conf", b"-1.2", b".d", b"d", b"s", b".log", b"~", b".pid"];
+            let ending: &[u8] = *rng.pick(&ENDINGS);
+            path.extend_from_slice(ending);
         }
         for _ in 0..rng.below(4) {
             if path.last() != Some(&b'/') {
@@ -172,7 +175,8 @@ fn mutate(rng: &mut Rng, path: &mut Vec<u8>) {
         10 => path.insert(at, b' '),
         11 => path.extend_from_slice(b"/\n/x"),
         _ => {
-            let tail: &[u8] = rng.pick(&[&b"/."[..], b"/..", b"/", b"//", b"\n\n", b"\\", b"$"]);
+            const TAILS: [&[u8]; 7] = [b"/.", b"/..", b"/", b"//", b"\n\n", b"\\", b"$"];
+            let tail: &[u8] = *rng.pick(&TAILS);
             path.extend_from_slice(tail);
         }
     }
