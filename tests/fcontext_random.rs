@@ -33,17 +33,17 @@ fn random_spec(rng: &mut Rng) -> String {
         spec.push('^');
     }
     for _ in 0..1 + rng.below(4) {
-        let piece: &str = *rng.pick(PIECES);
+        let piece: &str = rng.pick(PIECES);
         spec.push_str(piece);
     }
     if rng.chance(10) {
         spec.push('|');
         for _ in 0..1 + rng.below(2) {
-            let piece: &str = *rng.pick(PIECES);
+            let piece: &str = rng.pick(PIECES);
         spec.push_str(piece);
         }
     }
-    let ending: &str = *rng.pick(ENDINGS);
+    let ending: &str = rng.pick(ENDINGS);
     spec.push_str(ending);
     if rng.chance(3) {
         // Relative spec.
@@ -63,7 +63,7 @@ fn random_fc(rng: &mut Rng, lines: usize) -> String {
         } else {
             format!("u:r:t{line}_t:s0")
         };
-        let kind: &str = *rng.pick(TYPES);
+        let kind: &str = rng.pick(TYPES);
         text.push_str(&format!("{} {kind} {context}\n", random_spec(rng)));
     }
     text
@@ -75,7 +75,7 @@ fn random_key(rng: &mut Rng) -> Vec<u8> {
         key.push(b'/');
     }
     for _ in 0..rng.below(7) {
-        let piece: &[u8] = *rng.pick(KEY_PIECES);
+        let piece: &[u8] = rng.pick(KEY_PIECES);
         key.extend_from_slice(piece);
     }
     key

@@ -251,7 +251,7 @@ impl FileContexts {
     }
 }
 
-fn tagged(file: &str, specs: Vec<RawSpec>) -> Vec<(String, RawSpec)> {
+fn tagged(file: &str, specs: Vec<RawSpec>) -> TaggedSpecs {
     specs.into_iter().map(|spec| (file.to_owned(), spec)).collect()
 }
 
@@ -291,7 +291,7 @@ fn mtime_seconds(path: &Path) -> Result<Option<i64>, LoadError> {
 /// Reads one spec file (`X` or `X.bin`, as libselinux's `open_file` picks)
 /// by content: a file starting with the compiled magic is compiled, whatever
 /// its name. `None` when neither exists.
-fn read_spec_source(text_path: &Path) -> Result<Option<Vec<(String, RawSpec)>>, LoadError> {
+fn read_spec_source(text_path: &Path) -> Result<Option<TaggedSpecs>, LoadError> {
     let compiled_path = with_suffix(text_path, ".bin");
     let text_time = mtime_seconds(text_path)?;
     let compiled_time = mtime_seconds(&compiled_path)?;
@@ -318,7 +318,12 @@ fn read_spec_source(text_path: &Path) -> Result<Option<Vec<(String, RawSpec)>>, 
     Ok(Some(specs))
 }
 
-fn read_any(path: &Path) -> Result<(Vec<(String, RawSpec)>, Option<String>), LoadError> {
+/// Specs of one source, each tagged with the file it came from.
+type TaggedSpecs = Vec<(String, RawSpec)>;
+
+/// Reads one file by content; also returns the PCRE2 version a compiled file
+/// names.
+fn read_any(path: &Path) -> Result<(TaggedSpecs, Option<String>), LoadError> {
     let bytes = std::fs::read(path).map_err(|error| io_error(path, error))?;
     let name = path.display().to_string();
     if source::is_compiled(&bytes) {
