@@ -21,6 +21,10 @@ const PIECES: &[&str] = &[
     "[.]", "[\\d.]", "\\/", "\\-", "\\_", "\\n", "\\t", "(/.*)*", "((a|b)c)?",
 ];
 const ENDINGS: &[&str] = &["", "", "", "", "$", "\\Z", "\\z", "(/x$)?"];
+const SUBSTITUTIONS: &[&str] = &[
+    "/ab /a\n", "/x /\n", "/b /a/b\n", "/a/b /x\n", "/a /b\n", "/1 /a\n", "/b /x\n", "/ac /ab/\n",
+    "# comment\n", "/lonely\n",
+];
 const TYPES: &[&str] = &["", "", "", "", "--", "-d", "-l", "-c", "-b", "-p", "-s"];
 const KEY_PIECES: &[&[u8]] = &[
     b"/", b"/", b"/", b"a", b"b", b"ab", b"x.y", b"x", b"1", b"12", b"c", b"_", b"-", b".", b"..",
@@ -108,8 +112,13 @@ fn random_files_agree_with_libselinux() {
             let lines = 1 + rng.below(3);
             std::fs::write(&local, random_fc(&mut rng, lines)).expect("write");
         }
-        if rng.chance(20) {
-            std::fs::write(&subs, "/ab /a\n/x /\n/b /a/b\n").expect("write");
+        let mut subs_dist = fc.as_os_str().to_owned();
+        subs_dist.push(".subs_dist");
+        for path in [&subs, &subs_dist] {
+            if rng.chance(25) {
+                let lines: String = (0..1 + rng.below(4)).map(|_| rng.pick(SUBSTITUTIONS)).collect();
+                std::fs::write(path, lines).expect("write");
+            }
         }
         let text = std::fs::read_to_string(&fc).expect("read");
         let ours = FileContexts::load(&fc)
@@ -124,7 +133,7 @@ fn random_files_agree_with_libselinux() {
             let listing: Vec<String> = examples.iter().map(ToString::to_string).collect();
             failures.push(format!("{}:\n{text}{}", fc.display(), listing.join("\n")));
         }
-        for path in [&local, &subs] {
+        for path in [&local, &subs, &subs_dist] {
             let _ = std::fs::remove_file(path);
         }
     }

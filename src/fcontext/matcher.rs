@@ -26,7 +26,7 @@ use regex_automata::util::syntax;
 use regex_automata::{Anchored, Input, MatchKind, PatternSet};
 
 use super::dialect::Translation;
-use super::subs::{self, Substitution};
+use super::subs::Substitutions;
 use super::FileKind;
 
 /// Context value meaning "do not label" (lookup answers ENOENT).
@@ -114,8 +114,8 @@ pub(crate) struct Matcher {
     regex_groups: PrefixGroups,
     /// Every index at or above this is an "exact" spec.
     first_exact: u32,
-    local_subs: Vec<Substitution>,
-    dist_subs: Vec<Substitution>,
+    local_subs: Substitutions,
+    dist_subs: Substitutions,
 }
 
 /// Why an automaton could not be built (size limits: every pattern was
@@ -230,8 +230,8 @@ impl Matcher {
     pub(crate) fn build(
         specs: Vec<PreparedSpec>,
         first_exact: usize,
-        local_subs: Vec<Substitution>,
-        dist_subs: Vec<Substitution>,
+        local_subs: Substitutions,
+        dist_subs: Substitutions,
     ) -> Result<Self, BuildError> {
         let too_many = || BuildError("more than 4 billion specs".to_owned());
         let mut stems: Table<u32> = Table::default();
@@ -328,9 +328,9 @@ impl Matcher {
         if self.local_subs.is_empty() && self.dist_subs.is_empty() {
             return None;
         }
-        match subs::apply(&self.local_subs, key) {
-            Some(local) => Some(subs::apply(&self.dist_subs, &local).unwrap_or(local)),
-            None => subs::apply(&self.dist_subs, key),
+        match self.local_subs.apply(key) {
+            Some(local) => Some(self.dist_subs.apply(&local).unwrap_or(local)),
+            None => self.dist_subs.apply(key),
         }
     }
 }

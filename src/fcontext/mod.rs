@@ -196,7 +196,7 @@ impl FileContexts {
     /// One file_contexts text (no siblings); `origin` names it in errors.
     pub fn from_text(origin: &str, text: &[u8]) -> Result<Self, LoadError> {
         let specs = source::parse_text(origin, text)?;
-        Self::build(origin, tagged(origin, specs), Vec::new(), Vec::new())
+        Self::build(origin, tagged(origin, specs), Default::default(), Default::default())
     }
 
     /// libselinux's answer; None = ENOENT (no match, or `<<none>>`).
@@ -216,8 +216,8 @@ impl FileContexts {
     fn build(
         origin: &str,
         specs: Vec<(String, RawSpec)>,
-        local_subs: Vec<subs::Substitution>,
-        dist_subs: Vec<subs::Substitution>,
+        local_subs: subs::Substitutions,
+        dist_subs: subs::Substitutions,
     ) -> Result<Self, LoadError> {
         // libselinux's sort_specs: regex specs keep their order, exact ones
         // move behind them, also in order. Later means higher priority.
@@ -269,12 +269,15 @@ fn io_error(path: &Path, source: std::io::Error) -> LoadError {
 }
 
 /// `selabel_subs_init`: a missing file means no substitutions.
-fn read_substitutions(path: &Path) -> Result<Vec<subs::Substitution>, LoadError> {
+fn read_substitutions(path: &Path) -> Result<subs::Substitutions, LoadError> {
     match std::fs::read(path) {
-        Ok(text) => subs::parse(&path.display().to_string(), &text),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Ok(text) => Ok(subs::Substitutions::new(subs::parse(
+            &path.display().to_string(),
+            &text,
+        )?)),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(Default::default()),
         // fopen() succeeds on a directory and fgets() then reads nothing.
-        Err(error) if error.kind() == std::io::ErrorKind::IsADirectory => Ok(Vec::new()),
+        Err(error) if error.kind() == std::io::ErrorKind::IsADirectory => Ok(Default::default()),
         Err(error) => Err(io_error(path, error)),
     }
 }
