@@ -26,6 +26,17 @@
 //! back to `X` when `X.bin` was built by another PCRE2 version, so when both
 //! exist and say different things the answer would depend on that version:
 //! we refuse to load rather than guess.
+//!
+//! Deliberate differences, all in the direction of refusing: libselinux
+//! compiles regexes lazily, so a regex PCRE2 rejects only makes the lookups
+//! that reach it fail, and valid PCRE-only constructs (lookaround,
+//! backreferences, possessive quantifiers, POSIX classes, `{` literals, a `$`
+//! followed by more pattern) work there; we refuse the file at load time,
+//! naming the line and the construct. A text or compiled file that fails to
+//! parse is refused even when libselinux would fall back to the sibling
+//! (keeping the specs it parsed before the error). A key is a C string for
+//! libselinux: bytes after a NUL are ignored here too; the empty key (EINVAL
+//! there) has no label here.
 
 mod dialect;
 mod matcher;
@@ -200,6 +211,10 @@ impl FileContexts {
     }
 
     /// libselinux's answer; None = ENOENT (no match, or `<<none>>`).
+    ///
+    /// `path` is the key as given to `selabel_lookup`: any bytes (up to a
+    /// NUL), normalised as libselinux does (`//` runs, one trailing `/`),
+    /// never resolved (`.`/`..` stay), relative keys allowed.
     pub fn lookup(&self, path: &[u8], kind: FileKind) -> Option<&str> {
         self.matcher.lookup(path, kind)
     }
