@@ -281,9 +281,15 @@ pub struct Collector {
 impl Collector {
     /// The changes sorted by path, and the errors in the order they came.
     pub fn into_parts(self) -> (Vec<Drift>, Vec<ObjectError>) {
-        let mut drift = self.drift.into_inner().unwrap_or_else(PoisonError::into_inner);
+        let mut drift = self
+            .drift
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner);
         drift.sort_by(|a, b| a.path.cmp(&b.path));
-        let errors = self.errors.into_inner().unwrap_or_else(PoisonError::into_inner);
+        let errors = self
+            .errors
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner);
         (drift, errors)
     }
 }
@@ -296,7 +302,10 @@ impl Observer for Collector {
             found: change.found.map(<[u8]>::to_vec),
             expected: change.expected.to_owned(),
         };
-        self.drift.lock().unwrap_or_else(PoisonError::into_inner).push(drift);
+        self.drift
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(drift);
     }
 
     fn failed(&self, error: &ObjectError) {
