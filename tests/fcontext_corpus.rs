@@ -161,3 +161,11 @@ fn oracle_detects_a_disagreement() {
     assert!(compared > 0);
     assert_eq!(mismatched, compared, "every key is labelled differently");
 }
+
+/// The hook offered to the compiler's golden tests works on real files.
+#[test]
+fn whole_file_hook_runs_on_every_case() {
+    for case in cases() {
+        fc_oracle::assert_file_agrees_with_libselinux(&case.fc);
+    }
+}

@@ -72,6 +72,16 @@ impl ByteSet {
         }
     }
 
+    /// The only byte in the set, if it has exactly one.
+    fn single(&self) -> Option<u8> {
+        let count: u32 = self.0.iter().map(|word| word.count_ones()).sum();
+        if count != 1 {
+            return None;
+        }
+        let (word_index, word) = self.0.iter().enumerate().find(|(_, word)| **word != 0)?;
+        u8::try_from(word_index * 64 + word.trailing_zeros() as usize).ok()
+    }
+
     fn complement(&self) -> ByteSet {
         ByteSet(self.0.map(|word| !word))
     }
@@ -94,6 +104,10 @@ impl ByteSet {
 
     /// Emits the set as a Rust byte class made of `\xHH` ranges only.
     fn emit(&self, out: &mut String) {
+        if let Some(byte) = self.single() {
+            let _ = write!(out, r"\x{byte:02X}");
+            return;
+        }
         if *self == ByteSet::EMPTY {
             // An empty class matches nothing; `regex` accepts this spelling.
             out.push_str(r"[^\x00-\xFF]");
@@ -178,9 +192,43 @@ impl Node {
     }
 }
 
+/// A spec's regex, checked and ready for the matcher.
+#[derive(Debug)]
+pub struct Translation {
+    tree: Node,
+    /// Bytes every matching key starts with (empty when the pattern has a
+    /// top-level `|`, or starts with a non-literal).
+    pub required_prefix: Vec<u8>,
+    /// `Some(L)` when the pattern is exactly `^L$` for a byte string `L`: it
+    /// then matches `L` and `L` followed by one newline, nothing else.
+    pub literal: Option<Vec<u8>>,
+}
+
+impl Translation {
+    /// Rust pattern for the spec once its first `skip` bytes (at most
+    /// `required_prefix.len()`) have matched, to be run anchored at offset
+    /// `skip` of the key (bytes before it stay visible to `\A` and `\b`).
+    /// With `skip == 0`: a pattern accepting exactly what PCRE2 accepts for
+    /// `^SPEC$`, to be run unanchored.
+    pub fn pattern_after_prefix(&self, skip: usize) -> String {
+        let mut out = String::new();
+        let result = match &self.tree {
+            Node::Concat(items) if skip > 0 && skip <= self.required_prefix.len() => {
+                // items[0] is the `^` and items[1..=skip] the skipped bytes.
+                emit_sequence(&items[1 + skip..], true, &mut out)
+            }
+            tree => emit(tree, true, &mut out),
+        };
+        // `translate` already emitted this tree once without error, and
+        // dropping leading bytes changes no tail position.
+        debug_assert!(result.is_ok());
+        out
+    }
+}
+
 /// Translates one file_contexts spec (the path-regex field, as written) into a
 /// Rust pattern equivalent to libselinux's `^SPEC$` under PCRE2.
-pub fn translate(spec: &[u8]) -> Result<String> {
+pub fn translate(spec: &[u8]) -> Result<Translation> {
     let mut anchored = Vec::with_capacity(spec.len() + 2);
     anchored.push(b'^');
     anchored.extend_from_slice(spec);
@@ -196,9 +244,36 @@ pub fn translate(spec: &[u8]) -> Result<String> {
             "unmatched `)` (PCRE2 refuses this regex)",
         ));
     }
-    let mut out = String::with_capacity(anchored.len() * 4);
-    emit(&tree, true, &mut out)?;
-    Ok(out)
+    // Emitting once here is what rejects untranslatable `$` placements.
+    emit(&tree, true, &mut String::with_capacity(anchored.len() * 4))?;
+    let (required_prefix, literal) = literal_parts(&tree);
+    Ok(Translation {
+        tree,
+        required_prefix,
+        literal,
+    })
+}
+
+/// The single byte a node stands for, if it is one unrepeated byte.
+fn single_byte(node: &Node) -> Option<u8> {
+    let Node::Set(set) = node else { return None };
+    set.single()
+}
+
+/// Required prefix and whole-literal form of a parsed `^SPEC$`.
+fn literal_parts(tree: &Node) -> (Vec<u8>, Option<Vec<u8>>) {
+    // A top-level alternation (or anything but a sequence starting with the
+    // `^` we added) constrains no prefix.
+    let Node::Concat(items) = tree else {
+        return (Vec::new(), None);
+    };
+    let Some((Node::Start, rest)) = items.split_first() else {
+        return (Vec::new(), None);
+    };
+    let prefix: Vec<u8> = rest.iter().map_while(single_byte).collect();
+    let tail = &rest[prefix.len()..];
+    let literal = matches!(tail, [Node::EndOrFinalNewline]).then(|| prefix.clone());
+    (prefix, literal)
 }
 
 /// Emits `node`; `at_tail` says that only end anchors can follow it.
@@ -244,12 +319,7 @@ fn emit(node: &Node, at_tail: bool, out: &mut String) -> Result<()> {
                 }
             }
         }
-        Node::Concat(items) => {
-            for (index, item) in items.iter().enumerate() {
-                let rest_is_anchors = items[index + 1..].iter().all(Node::is_end_anchors_only);
-                emit(item, at_tail && rest_is_anchors, out)?;
-            }
-        }
+        Node::Concat(items) => emit_sequence(items, at_tail, out)?,
         Node::Alternation(branches) => {
             out.push_str("(?:");
             for (index, branch) in branches.iter().enumerate() {
@@ -260,6 +330,14 @@ fn emit(node: &Node, at_tail: bool, out: &mut String) -> Result<()> {
             }
             out.push(')');
         }
+    }
+    Ok(())
+}
+
+fn emit_sequence(items: &[Node], at_tail: bool, out: &mut String) -> Result<()> {
+    for (index, item) in items.iter().enumerate() {
+        let rest_is_anchors = items[index + 1..].iter().all(Node::is_end_anchors_only);
+        emit(item, at_tail && rest_is_anchors, out)?;
     }
     Ok(())
 }
@@ -661,7 +739,7 @@ mod tests {
     use super::translate;
 
     fn matches(spec: &str, key: &[u8]) -> bool {
-        let pattern = translate(spec.as_bytes()).expect("translates");
+        let pattern = translate(spec.as_bytes()).expect("translates").pattern_after_prefix(0);
         regex::bytes::RegexBuilder::new(&pattern)
             .unicode(false)
             .build()
@@ -699,6 +777,42 @@ mod tests {
         ] {
             assert!(translate(spec.as_bytes()).is_err(), "{spec} should be rejected");
         }
+    }
+
+    #[test]
+    fn literal_parts() {
+        let plain = translate(br"/usr/lib/a\.b").expect("translates");
+        assert_eq!(plain.literal.as_deref(), Some(&b"/usr/lib/a.b"[..]));
+        let tree = translate(br"/usr/libx?/y(/.*)?").expect("translates");
+        assert_eq!(tree.required_prefix, b"/usr/lib");
+        assert_eq!(tree.literal, None);
+        let alternation = translate(b"/a|/b").expect("translates");
+        assert_eq!(alternation.required_prefix, b"");
+        let escaped_end = translate(br"/foo\").expect("translates");
+        assert_eq!(escaped_end.required_prefix, b"/foo$");
+        assert_eq!(escaped_end.literal, None);
+        assert_eq!(translate(b"/a$").expect("translates").literal, None);
+    }
+
+    #[test]
+    fn pattern_after_prefix_runs_anchored_after_the_prefix() {
+        let translation = translate(br"/usr/lib/\bx[0-9]+(/.*)?").expect("translates");
+        assert_eq!(translation.required_prefix, b"/usr/lib/");
+        let rest = translation.pattern_after_prefix(9);
+        let automaton = regex_automata::meta::Regex::builder()
+            .syntax(regex_automata::util::syntax::Config::new().unicode(false).utf8(false))
+            .build(&rest)
+            .expect("compiles");
+        let run = |key: &[u8]| {
+            let input = regex_automata::Input::new(key)
+                .range(9..)
+                .anchored(regex_automata::Anchored::Yes);
+            automaton.is_match(input)
+        };
+        assert!(run(b"/usr/lib/x12/a\n"));
+        assert!(run(b"/usr/lib/x1\n"));
+        assert!(!run(b"/usr/lib/x/a"));
+        assert!(!run(b"/usr/lib/x1\n\n"));
     }
 
     #[test]

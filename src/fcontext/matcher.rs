@@ -1,65 +1,137 @@
-//! The compiled lookup structure: specs in libselinux's final order, one
-//! multi-pattern automaton per stem plus one for stem-less specs.
+//! The compiled lookup structure.
 //!
 //! Invariants:
-//! - `specs[i]` beats `specs[j]` when `i > j` (libselinux scans backwards and
-//!   takes the first match): regex specs first in file order, then exact ones.
-//! - A key is only run against its own stem's automaton and the stem-less
-//!   one, and never allocates unless it needs normalising or substituting.
-//! - Never panics on any key.
+//! - Spec `i` beats spec `j` when `i > j` (libselinux scans backwards and
+//!   takes the first match): regex specs first in file order, then "exact"
+//!   ones, so every exact index is above every regex index.
+//! - A spec is a candidate for a key only if its stem filter and type accept
+//!   the key; both are checked exactly as libselinux does, per spec.
+//! - Matching is never a per-spec scan: specs that are plain literals (`^L$`,
+//!   most "exact" specs) sit in a hash table; the others are compiled into
+//!   multi-pattern automata grouped by the directory prefix every key they
+//!   match must start with, so a key only runs the few automata of its own
+//!   ancestors (plus one for specs without such a prefix). This refines
+//!   "one set per stem": Debian's `/usr` stem alone has 2,700 specs, too many
+//!   for one lazy DFA to stay fast.
+//! - No allocation per lookup unless the key needs normalising (`//`,
+//!   trailing `/`) or a substitution applies; never panics on any key.
 
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::HashMap;
 
 use regex_automata::meta::Regex;
+use regex_automata::nfa::thompson::WhichCaptures;
 use regex_automata::util::syntax;
-use regex_automata::{Input, MatchKind, PatternSet};
+use regex_automata::{Anchored, Input, MatchKind, PatternSet};
 
-use super::subs::{self, Substitution};
+use super::dialect::Translation;
+use super::subs::Substitutions;
 use super::FileKind;
 
 /// Context value meaning "do not label" (lookup answers ENOENT).
 const NO_LABEL: &str = "<<none>>";
 
-#[derive(Debug)]
-pub(crate) struct CompiledSpec {
+/// One spec in final (priority) order, with what the matcher needs.
+pub(crate) struct PreparedSpec {
     pub mode: u32,
-    pub context: Box<str>,
+    pub context: String,
+    pub stem: Option<Vec<u8>>,
+    pub translation: Translation,
 }
 
-/// Specs sharing a stem (or having none), in increasing priority.
 #[derive(Debug)]
-pub(crate) struct Group {
+struct CompiledSpec {
+    mode: u32,
+    context: Box<str>,
+    /// Index into the stem table; `None` for stem-less specs.
+    stem: Option<u32>,
+}
+
+/// Specs compiled into one automaton, in increasing priority.
+#[derive(Debug)]
+struct Group {
     automaton: Regex,
-    /// Pattern index → index into `Matcher::specs`, increasing.
+    /// Pattern index → spec index, increasing.
     spec_index: Vec<u32>,
+}
+
+/// A fast hash for the tables below: their keys come from the specs, so a
+/// hostile path can only look up, never cause collisions to pile up.
+#[derive(Debug, Default, Clone, Copy)]
+struct FastHash;
+
+#[derive(Debug, Default)]
+struct FastHasher(u64);
+
+impl std::hash::BuildHasher for FastHash {
+    type Hasher = FastHasher;
+    fn build_hasher(&self) -> FastHasher {
+        FastHasher(0)
+    }
+}
+
+impl std::hash::Hasher for FastHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(SEED);
+        }
+        for &byte in chunks.remainder() {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(byte)).wrapping_mul(SEED);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type Table<V> = HashMap<Box<[u8]>, V, FastHash>;
+
+/// Regex groups keyed by a directory prefix (ending in `/`) that every key
+/// their specs can match starts with.
+#[derive(Debug, Default)]
+struct PrefixGroups {
+    /// Patterns here have the prefix removed: they run anchored right after it.
+    by_prefix: Table<Group>,
+    /// Specs without such a prefix (top-level `|`, leading `.*`, relative...).
+    unprefixed: Option<Group>,
+    longest_prefix: usize,
 }
 
 #[derive(Debug)]
 pub(crate) struct Matcher {
-    pub specs: Vec<CompiledSpec>,
-    stems: HashMap<Vec<u8>, Group>,
-    stemless: Option<Group>,
-    local_subs: Vec<Substitution>,
-    dist_subs: Vec<Substitution>,
-    largest_group: usize,
+    specs: Vec<CompiledSpec>,
+    stems: Table<u32>,
+    /// `^L$` specs by `L`, indices increasing.
+    literals: Table<Vec<u32>>,
+    /// Automata for "exact" specs that are not plain literals (`/a\d`).
+    exact_groups: PrefixGroups,
+    regex_groups: PrefixGroups,
+    /// Every index at or above this is an "exact" spec.
+    first_exact: u32,
+    local_subs: Substitutions,
+    dist_subs: Substitutions,
 }
 
-/// Why the automaton could not be built (only size limits in practice: every
-/// pattern was produced by our own translator).
+/// Why an automaton could not be built (size limits: every pattern was
+/// produced by our own translator).
 #[derive(Debug)]
 pub(crate) struct BuildError(pub String);
 
-pub(crate) fn build_group(patterns: &[String], spec_index: Vec<u32>) -> Result<Group, BuildError> {
+fn build_group(patterns: &[String], spec_index: Vec<u32>) -> Result<Group, BuildError> {
     let automaton = Regex::builder()
         .syntax(syntax::Config::new().unicode(false).utf8(false))
         .configure(
             Regex::config()
                 .match_kind(MatchKind::All)
                 .utf8_empty(false)
-                .which_captures(regex_automata::nfa::thompson::WhichCaptures::None)
-                .nfa_size_limit(Some(256 << 20)),
+                .which_captures(WhichCaptures::None)
+                .dfa(false),
         )
         .build_many(patterns)
         .map_err(|error| BuildError(error.to_string()))?;
@@ -69,37 +141,145 @@ pub(crate) fn build_group(patterns: &[String], spec_index: Vec<u32>) -> Result<G
     })
 }
 
+impl PrefixGroups {
+    fn build(members: Vec<(&Translation, u32)>) -> Result<Self, BuildError> {
+        let mut by_prefix: HashMap<&[u8], (Vec<String>, Vec<u32>)> = HashMap::new();
+        for (translation, index) in members {
+            // Cut at the last `/`: keys are grouped by whole directories.
+            let prefix = &translation.required_prefix;
+            let directory = match prefix.iter().rposition(|&byte| byte == b'/') {
+                Some(slash) => &prefix[..=slash],
+                None => &prefix[..0],
+            };
+            let entry = by_prefix.entry(directory).or_default();
+            entry.0.push(translation.pattern_after_prefix(directory.len()));
+            entry.1.push(index);
+        }
+        let mut groups = PrefixGroups::default();
+        for (directory, (patterns, indices)) in by_prefix {
+            let group = build_group(&patterns, indices)?;
+            if directory.is_empty() {
+                groups.unprefixed = Some(group);
+            } else {
+                groups.longest_prefix = groups.longest_prefix.max(directory.len());
+                groups.by_prefix.insert(directory.into(), group);
+            }
+        }
+        Ok(groups)
+    }
+
+    /// Highest-priority spec of these groups that matches `key` and passes
+    /// `accept`.
+    fn best(&self, key: &[u8], accept: impl Fn(u32) -> bool) -> Option<u32> {
+        let mut best = self
+            .unprefixed
+            .as_ref()
+            .and_then(|group| group.best(Input::new(key), &accept));
+        for (slash, _) in key
+            .iter()
+            .take(self.longest_prefix)
+            .enumerate()
+            .filter(|&(_, &byte)| byte == b'/')
+        {
+            if let Some(group) = self.by_prefix.get(&key[..=slash]) {
+                let rest = Input::new(key).range(slash + 1..).anchored(Anchored::Yes);
+                best = best.max(group.best(rest, &accept));
+            }
+        }
+        best
+    }
+}
+
+impl Group {
+    fn best(&self, input: Input<'_>, accept: &impl Fn(u32) -> bool) -> Option<u32> {
+        MATCHED.with(|sets| {
+            let mut sets = sets.borrow_mut();
+            // A set sized to this group (next power of two) keeps the scan
+            // below proportional to the group, not to the largest one.
+            let class = self.spec_index.len().next_power_of_two().trailing_zeros() as usize;
+            if sets.len() <= class {
+                sets.resize_with(class + 1, || PatternSet::new(0));
+            }
+            let matched = &mut sets[class];
+            if matched.capacity() < self.spec_index.len() {
+                *matched = PatternSet::new(1 << class);
+            }
+            matched.clear();
+            self.automaton.which_overlapping_matches(&input, matched);
+            if matched.is_empty() {
+                return None;
+            }
+            matched
+                .iter()
+                .rev()
+                .map(|pattern| self.spec_index[pattern.as_usize()])
+                .find(|&index| accept(index))
+        })
+    }
+}
+
 thread_local! {
-    /// Reused across lookups so the hot path does not allocate.
-    static MATCHED: RefCell<PatternSet> = RefCell::new(PatternSet::new(0));
+    /// Reused across lookups so the hot path does not allocate: one set per
+    /// power-of-two size.
+    static MATCHED: RefCell<Vec<PatternSet>> = const { RefCell::new(Vec::new()) };
 }
 
 impl Matcher {
-    pub(crate) fn new(
-        specs: Vec<CompiledSpec>,
-        stems: HashMap<Vec<u8>, Group>,
-        stemless: Option<Group>,
-        local_subs: Vec<Substitution>,
-        dist_subs: Vec<Substitution>,
-    ) -> Self {
-        let largest_group = stems
-            .values()
-            .chain(stemless.iter())
-            .map(|group| group.spec_index.len())
-            .max()
-            .unwrap_or(0);
-        Self {
-            specs,
+    /// `specs` in libselinux's final order; `first_exact` is the index of the
+    /// first "exact" spec (`specs.len()` if none).
+    pub(crate) fn build(
+        specs: Vec<PreparedSpec>,
+        first_exact: usize,
+        local_subs: Substitutions,
+        dist_subs: Substitutions,
+    ) -> Result<Self, BuildError> {
+        let too_many = || BuildError("more than 4 billion specs".to_owned());
+        let mut stems: Table<u32> = Table::default();
+        let mut literals: Table<Vec<u32>> = Table::default();
+        let mut exact_members = Vec::new();
+        let mut regex_members = Vec::new();
+        let mut compiled = Vec::with_capacity(specs.len());
+        for (index, spec) in specs.iter().enumerate() {
+            let index = u32::try_from(index).map_err(|_| too_many())?;
+            let stem = match &spec.stem {
+                Some(stem) => {
+                    let next = u32::try_from(stems.len()).map_err(|_| too_many())?;
+                    Some(*stems.entry(stem.as_slice().into()).or_insert(next))
+                }
+                None => None,
+            };
+            let translation = &spec.translation;
+            if let Some(literal) = &translation.literal {
+                literals.entry(literal.as_slice().into()).or_default().push(index);
+            } else if index as usize >= first_exact {
+                exact_members.push((translation, index));
+            } else {
+                regex_members.push((translation, index));
+            }
+            compiled.push(CompiledSpec {
+                mode: spec.mode,
+                context: spec.context.as_str().into(),
+                stem,
+            });
+        }
+        Ok(Self {
+            specs: compiled,
             stems,
-            stemless,
+            literals,
+            exact_groups: PrefixGroups::build(exact_members)?,
+            regex_groups: PrefixGroups::build(regex_members)?,
+            first_exact: u32::try_from(first_exact).map_err(|_| too_many())?,
             local_subs,
             dist_subs,
-            largest_group,
-        }
+        })
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.specs.len()
     }
 
     /// Index of the winning spec, before `<<none>>` is interpreted.
-    pub(crate) fn winner(&self, path: &[u8], kind: FileKind) -> Option<usize> {
+    fn winner(&self, path: &[u8], kind: FileKind) -> Option<u32> {
         // The key is a C string for libselinux.
         let path = match path.iter().position(|&byte| byte == 0) {
             Some(nul) => &path[..nul],
@@ -111,36 +291,34 @@ impl Matcher {
         let key = normalise(path);
         let substituted = self.substitute(&key);
         let key: &[u8] = substituted.as_deref().unwrap_or(&key);
-        let mode = kind.selabel_mode();
 
-        let stem_group = stem_of_key(key).and_then(|stem| self.stems.get(stem));
-        MATCHED.with(|cell| {
-            let mut matched = cell.borrow_mut();
-            if matched.capacity() < self.largest_group {
-                *matched = PatternSet::new(self.largest_group);
-            }
-            let mut best: Option<u32> = None;
-            for group in stem_group.into_iter().chain(self.stemless.iter()) {
-                matched.clear();
-                group
-                    .automaton
-                    .which_overlapping_matches(&Input::new(key), &mut matched);
-                let found = matched
-                    .iter()
-                    .rev()
-                    .map(|pattern| group.spec_index[pattern.as_usize()])
-                    .find(|&index| {
-                        let spec_mode = self.specs[index as usize].mode;
-                        mode == 0 || spec_mode == 0 || spec_mode == mode
-                    });
-                best = best.max(found);
-            }
-            best.map(|index| index as usize)
-        })
+        let mode = kind.selabel_mode();
+        let key_stem = stem_of_key(key).and_then(|stem| self.stems.get(stem).copied());
+        let accept = |index: u32| {
+            let spec = &self.specs[index as usize];
+            (mode == 0 || spec.mode == 0 || spec.mode == mode)
+                && (spec.stem.is_none() || spec.stem == key_stem)
+        };
+
+        // `^L$` also matches `L` followed by one final newline.
+        let without_newline = key.strip_suffix(b"\n");
+        let literal_best = [Some(key), without_newline]
+            .into_iter()
+            .flatten()
+            .filter_map(|literal| self.literals.get(literal))
+            .filter_map(|indices| indices.iter().rev().copied().find(|&index| accept(index)))
+            .max();
+
+        let exact_best = literal_best.max(self.exact_groups.best(key, accept));
+        if exact_best.is_some_and(|index| index >= self.first_exact) {
+            // Every exact spec beats every regex spec.
+            return exact_best;
+        }
+        exact_best.max(self.regex_groups.best(key, accept))
     }
 
     pub(crate) fn lookup(&self, path: &[u8], kind: FileKind) -> Option<&str> {
-        let spec = &self.specs[self.winner(path, kind)?];
+        let spec = &self.specs[self.winner(path, kind)? as usize];
         (&*spec.context != NO_LABEL).then_some(&*spec.context)
     }
 
@@ -150,9 +328,9 @@ impl Matcher {
         if self.local_subs.is_empty() && self.dist_subs.is_empty() {
             return None;
         }
-        match subs::apply(&self.local_subs, key) {
-            Some(local) => Some(subs::apply(&self.dist_subs, &local).unwrap_or(local)),
-            None => subs::apply(&self.dist_subs, key),
+        match self.local_subs.apply(key) {
+            Some(local) => Some(self.dist_subs.apply(&local).unwrap_or(local)),
+            None => self.dist_subs.apply(key),
         }
     }
 }
@@ -196,6 +374,7 @@ mod tests {
         assert_eq!(&*normalise(b"/"), b"/");
         assert_eq!(&*normalise(b"a/"), b"a");
         assert_eq!(&*normalise(b"/a/./../b"), b"/a/./../b");
+        assert!(matches!(normalise(b"/usr/bin/ls"), Cow::Borrowed(_)));
     }
 
     #[test]

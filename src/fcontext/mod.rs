@@ -26,18 +26,28 @@
 //! back to `X` when `X.bin` was built by another PCRE2 version, so when both
 //! exist and say different things the answer would depend on that version:
 //! we refuse to load rather than guess.
+//!
+//! Deliberate differences, all in the direction of refusing: libselinux
+//! compiles regexes lazily, so a regex PCRE2 rejects only makes the lookups
+//! that reach it fail, and valid PCRE-only constructs (lookaround,
+//! backreferences, possessive quantifiers, POSIX classes, `{` literals, a `$`
+//! followed by more pattern) work there; we refuse the file at load time,
+//! naming the line and the construct. A text or compiled file that fails to
+//! parse is refused even when libselinux would fall back to the sibling
+//! (keeping the specs it parsed before the error). A key is a C string for
+//! libselinux: bytes after a NUL are ignored here too; the empty key (EINVAL
+//! there) has no label here.
 
 mod dialect;
 mod matcher;
 mod source;
 mod subs;
 
-use std::collections::HashMap;
 use std::ffi::OsString;
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 
-use matcher::{CompiledSpec, Matcher};
+use matcher::{Matcher, PreparedSpec};
 use source::RawSpec;
 
 /// The file type a lookup is for, as `selabel_lookup`'s `mode` argument.
@@ -197,82 +207,66 @@ impl FileContexts {
     /// One file_contexts text (no siblings); `origin` names it in errors.
     pub fn from_text(origin: &str, text: &[u8]) -> Result<Self, LoadError> {
         let specs = source::parse_text(origin, text)?;
-        Self::build(origin, tagged(origin, specs), Vec::new(), Vec::new())
+        Self::build(origin, tagged(origin, specs), Default::default(), Default::default())
     }
 
     /// libselinux's answer; None = ENOENT (no match, or `<<none>>`).
+    ///
+    /// `path` is the key as given to `selabel_lookup`: any bytes (up to a
+    /// NUL), normalised as libselinux does (`//` runs, one trailing `/`),
+    /// never resolved (`.`/`..` stay), relative keys allowed.
     pub fn lookup(&self, path: &[u8], kind: FileKind) -> Option<&str> {
         self.matcher.lookup(path, kind)
     }
 
     /// Number of specs loaded (all files together).
     pub fn len(&self) -> usize {
-        self.matcher.specs.len()
+        self.matcher.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.matcher.specs.is_empty()
+        self.matcher.len() == 0
     }
 
     fn build(
         origin: &str,
         specs: Vec<(String, RawSpec)>,
-        local_subs: Vec<subs::Substitution>,
-        dist_subs: Vec<subs::Substitution>,
+        local_subs: subs::Substitutions,
+        dist_subs: subs::Substitutions,
     ) -> Result<Self, LoadError> {
         // libselinux's sort_specs: regex specs keep their order, exact ones
-        // move behind them, also in order.
+        // move behind them, also in order. Later means higher priority.
         let (regex_specs, exact_specs): (Vec<_>, Vec<_>) =
             specs.into_iter().partition(|(_, spec)| spec.has_meta);
-        let ordered: Vec<(String, RawSpec)> = regex_specs.into_iter().chain(exact_specs).collect();
-
-        let mut compiled = Vec::with_capacity(ordered.len());
-        let mut by_stem: HashMap<Vec<u8>, (Vec<String>, Vec<u32>)> = HashMap::new();
-        let mut stemless: (Vec<String>, Vec<u32>) = (Vec::new(), Vec::new());
-        for (index, (file, spec)) in ordered.into_iter().enumerate() {
-            let pattern = dialect::translate(&spec.regex).map_err(|error| LoadError::Spec {
-                file: file.clone(),
+        let first_exact = regex_specs.len();
+        let mut prepared = Vec::with_capacity(first_exact + exact_specs.len());
+        for (file, spec) in regex_specs.into_iter().chain(exact_specs) {
+            let translation = dialect::translate(&spec.regex).map_err(|error| LoadError::Spec {
+                file,
                 location: spec.location,
                 problem: SpecProblem::Regex {
                     regex: String::from_utf8_lossy(&spec.regex).into_owned(),
                     reason: error.problem,
                 },
             })?;
-            let index = u32::try_from(index).map_err(|_| LoadError::TooLarge {
-                origin: origin.to_owned(),
-                problem: "more than 4 billion specs".to_owned(),
-            })?;
-            let group = match spec.stem {
-                Some(stem) => by_stem.entry(stem).or_default(),
-                None => &mut stemless,
-            };
-            group.0.push(pattern);
-            group.1.push(index);
-            compiled.push(CompiledSpec {
+            prepared.push(PreparedSpec {
                 mode: spec.mode,
-                context: spec.context.into_boxed_str(),
+                context: spec.context,
+                stem: spec.stem,
+                translation,
             });
         }
-        let too_large = |error: matcher::BuildError| LoadError::TooLarge {
-            origin: origin.to_owned(),
-            problem: error.0,
-        };
-        let mut stems = HashMap::with_capacity(by_stem.len());
-        for (stem, (patterns, indices)) in by_stem {
-            stems.insert(stem, matcher::build_group(&patterns, indices).map_err(too_large)?);
-        }
-        let stemless = if stemless.0.is_empty() {
-            None
-        } else {
-            Some(matcher::build_group(&stemless.0, stemless.1).map_err(too_large)?)
-        };
-        Ok(Self {
-            matcher: Matcher::new(compiled, stems, stemless, local_subs, dist_subs),
-        })
+        let matcher = Matcher::build(prepared, first_exact, local_subs, dist_subs).map_err(
+            |error| LoadError::TooLarge {
+                origin: origin.to_owned(),
+                problem: error.0,
+            },
+        )?;
+        Ok(Self { matcher })
     }
 }
 
-fn tagged(file: &str, specs: Vec<RawSpec>) -> Vec<(String, RawSpec)> {
+fn tagged(file: &str, specs: Vec<RawSpec>) -> TaggedSpecs {
     specs.into_iter().map(|spec| (file.to_owned(), spec)).collect()
 }
 
@@ -290,12 +284,15 @@ fn io_error(path: &Path, source: std::io::Error) -> LoadError {
 }
 
 /// `selabel_subs_init`: a missing file means no substitutions.
-fn read_substitutions(path: &Path) -> Result<Vec<subs::Substitution>, LoadError> {
+fn read_substitutions(path: &Path) -> Result<subs::Substitutions, LoadError> {
     match std::fs::read(path) {
-        Ok(text) => subs::parse(&path.display().to_string(), &text),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Ok(text) => Ok(subs::Substitutions::new(subs::parse(
+            &path.display().to_string(),
+            &text,
+        )?)),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(Default::default()),
         // fopen() succeeds on a directory and fgets() then reads nothing.
-        Err(error) if error.kind() == std::io::ErrorKind::IsADirectory => Ok(Vec::new()),
+        Err(error) if error.kind() == std::io::ErrorKind::IsADirectory => Ok(Default::default()),
         Err(error) => Err(io_error(path, error)),
     }
 }
@@ -312,7 +309,7 @@ fn mtime_seconds(path: &Path) -> Result<Option<i64>, LoadError> {
 /// Reads one spec file (`X` or `X.bin`, as libselinux's `open_file` picks)
 /// by content: a file starting with the compiled magic is compiled, whatever
 /// its name. `None` when neither exists.
-fn read_spec_source(text_path: &Path) -> Result<Option<Vec<(String, RawSpec)>>, LoadError> {
+fn read_spec_source(text_path: &Path) -> Result<Option<TaggedSpecs>, LoadError> {
     let compiled_path = with_suffix(text_path, ".bin");
     let text_time = mtime_seconds(text_path)?;
     let compiled_time = mtime_seconds(&compiled_path)?;
@@ -339,7 +336,12 @@ fn read_spec_source(text_path: &Path) -> Result<Option<Vec<(String, RawSpec)>>, 
     Ok(Some(specs))
 }
 
-fn read_any(path: &Path) -> Result<(Vec<(String, RawSpec)>, Option<String>), LoadError> {
+/// Specs of one source, each tagged with the file it came from.
+type TaggedSpecs = Vec<(String, RawSpec)>;
+
+/// Reads one file by content; also returns the PCRE2 version a compiled file
+/// names.
+fn read_any(path: &Path) -> Result<(TaggedSpecs, Option<String>), LoadError> {
     let bytes = std::fs::read(path).map_err(|error| io_error(path, error))?;
     let name = path.display().to_string();
     if source::is_compiled(&bytes) {

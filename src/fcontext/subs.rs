@@ -5,6 +5,8 @@
 //! the first alias that matches at a whole-component boundary wins, and a key
 //! is rewritten at most once per list, local list first, then distribution.
 
+use std::collections::HashMap;
+
 use super::source::is_c_space;
 use super::LoadError;
 
@@ -107,17 +109,45 @@ pub(crate) fn parse(file: &str, text: &[u8]) -> Result<Vec<Substitution>, LoadEr
     Ok(entries)
 }
 
-/// `selabel_sub`: the first entry whose alias is `key` or a whole-component
-/// prefix of it rewrites the key.
-pub(crate) fn apply(entries: &[Substitution], key: &[u8]) -> Option<Vec<u8>> {
-    for entry in entries {
-        let Some(after) = key.strip_prefix(entry.alias.as_slice()) else {
-            continue;
-        };
-        match after.first() {
-            None | Some(b'/') => {}
-            Some(_) => continue,
+/// One substitution file, ready to apply.
+#[derive(Debug, Default)]
+pub(crate) struct Substitutions {
+    /// In trial order (last line first).
+    entries: Vec<Substitution>,
+    /// Alias → position of its first trial.
+    first_trial: HashMap<Box<[u8]>, usize>,
+    longest_alias: usize,
+}
+
+impl Substitutions {
+    pub(crate) fn new(entries: Vec<Substitution>) -> Self {
+        let mut first_trial = HashMap::new();
+        for (position, entry) in entries.iter().enumerate() {
+            first_trial.entry(entry.alias.as_slice().into()).or_insert(position);
         }
+        let longest_alias = entries.iter().map(|entry| entry.alias.len()).max().unwrap_or(0);
+        Self {
+            entries,
+            first_trial,
+            longest_alias,
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// `selabel_sub`: the first entry (in trial order) whose alias is `key`
+    /// or a whole-component prefix of it rewrites the key. The aliases that
+    /// can match are exactly the key's prefixes ending before a `/` or at its
+    /// end, so those are looked up instead of trying every entry.
+    pub(crate) fn apply(&self, key: &[u8]) -> Option<Vec<u8>> {
+        let position = (1..=key.len().min(self.longest_alias))
+            .filter(|&end| end == key.len() || key[end] == b'/')
+            .filter_map(|end| self.first_trial.get(&key[..end]).copied())
+            .min()?;
+        let entry = &self.entries[position];
+        let after = &key[entry.alias.len()..];
         // `/x /` maps `/x/a` to `/a`, not `//a`.
         let tail = if after.first() == Some(&b'/') && entry.real == b"/" {
             &after[1..]
@@ -127,9 +157,8 @@ pub(crate) fn apply(entries: &[Substitution], key: &[u8]) -> Option<Vec<u8>> {
         let mut rewritten = Vec::with_capacity(entry.real.len() + tail.len());
         rewritten.extend_from_slice(&entry.real);
         rewritten.extend_from_slice(tail);
-        return Some(rewritten);
+        Some(rewritten)
     }
-    None
 }
 
 #[cfg(test)]
@@ -138,6 +167,10 @@ mod tests {
 
     fn subs(text: &[u8]) -> Vec<Substitution> {
         parse("s", text).expect("parses")
+    }
+
+    fn apply(entries: &[Substitution], key: &[u8]) -> Option<Vec<u8>> {
+        Substitutions::new(entries.to_vec()).apply(key)
     }
 
     #[test]

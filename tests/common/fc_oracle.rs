@@ -206,6 +206,33 @@ pub fn assert_agrees_with_libselinux(fc: &Path, keys: &[Vec<u8>]) {
     }
 }
 
+/// The hook for every file_contexts the compiler emits: keys derived from
+/// the file's own specs (and its `.homedirs`/`.local` siblings) plus generic
+/// hostile ones, all compared with libselinux for every file kind.
+///
+/// ```ignore
+/// fc_oracle::assert_file_agrees_with_libselinux(&out_dir.join("file_contexts"));
+/// ```
+pub fn assert_file_agrees_with_libselinux(fc: &Path) {
+    let mut text = String::new();
+    for suffix in ["", ".homedirs", ".local"] {
+        let mut name = fc.as_os_str().to_owned();
+        name.push(suffix);
+        if let Ok(part) = std::fs::read(&name) {
+            text.push_str(&String::from_utf8_lossy(&part));
+            text.push('\n');
+        }
+    }
+    let mut keys = keys_for(&text);
+    for generic in [
+        &b"/"[..], b"//", b"/var", b"/var/", b"/var/lib/x", b"relative", b"/\xff/\n", b"/var/log/\n",
+        b"/var/./log", b"/var/../etc", b"/tmp/x y",
+    ] {
+        keys.push(generic.to_vec());
+    }
+    assert_agrees_with_libselinux(fc, &keys);
+}
+
 /// Keys worth trying on any file_contexts: each spec's literal prefix, a
 /// child under it, and the hostile variants of those (`//`, trailing `/`,
 /// trailing newline, `.`/`..`). Cheap way for a golden test to cover every

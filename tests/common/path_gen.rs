@@ -29,8 +29,14 @@ impl Rng {
         self.below(100) < percent
     }
 
-    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+    /// A random element (by reference).
+    pub fn choose<'a, T>(&mut self, items: &'a [T]) -> &'a T {
         &items[self.below(items.len())]
+    }
+
+    /// A random element of a slice of small copyable things (`&str`, bytes).
+    pub fn pick<T: Copy>(&mut self, items: &[T]) -> T {
+        items[self.below(items.len())]
     }
 }
 
@@ -92,20 +98,23 @@ impl Vocabulary {
     }
 
     pub fn real_looking(&self, rng: &mut Rng) -> Vec<u8> {
-        let mut path = rng.pick(&self.prefixes).clone();
+        let mut path = rng.choose(&self.prefixes).clone();
         if path.is_empty() {
             path.push(b'/');
         }
         // Half the time, complete a partial component (`/usr/lib/libfoo` → `.so.1`).
         if rng.chance(30) && path.last() != Some(&b'/') {
-            path.extend_from_slice(rng.pick(&[&b".so"[..], b".so.1", b".conf", b"-1.2", b".d", b"d", b"s", b".log", b"~", b".pid"]));
+            const ENDINGS: [&[u8]; 10] =
+                [b".so", b".so.1", b".conf", b"-1.2", b".d", b"d", b"s", b".log", b"~", b".pid"];
+            let ending = rng.pick(&ENDINGS);
+            path.extend_from_slice(ending);
         }
         for _ in 0..rng.below(4) {
             if path.last() != Some(&b'/') {
                 path.push(b'/');
             }
             if rng.chance(60) {
-                let component = rng.pick(&self.components).clone();
+                let component = rng.choose(&self.components).clone();
                 path.extend_from_slice(&component);
             } else {
                 random_name(rng, &mut path);
@@ -136,7 +145,7 @@ impl Vocabulary {
 fn random_name(rng: &mut Rng, out: &mut Vec<u8>) {
     const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789._-";
     for _ in 0..1 + rng.below(12) {
-        out.push(*rng.pick(ALPHABET));
+        out.push(rng.pick(ALPHABET));
     }
 }
 
@@ -172,7 +181,8 @@ fn mutate(rng: &mut Rng, path: &mut Vec<u8>) {
         10 => path.insert(at, b' '),
         11 => path.extend_from_slice(b"/\n/x"),
         _ => {
-            let tail: &[u8] = rng.pick(&[&b"/."[..], b"/..", b"/", b"//", b"\n\n", b"\\", b"$"]);
+            const TAILS: [&[u8]; 7] = [b"/.", b"/..", b"/", b"//", b"\n\n", b"\\", b"$"];
+            let tail = rng.pick(&TAILS);
             path.extend_from_slice(tail);
         }
     }
