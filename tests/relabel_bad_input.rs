@@ -46,7 +46,10 @@ impl Fixture {
 
     fn small_tree(&self) -> TreeBuilder {
         let tree = TreeBuilder::new(&self.srv());
-        tree.file("a", "a").file("log/b", "b").dir("log/sub").file("log/sub/c", "c");
+        tree.file("a", "a")
+            .file("log/b", "b")
+            .dir("log/sub")
+            .file("log/sub/c", "c");
         tree
     }
 
@@ -62,16 +65,32 @@ fn code(output: &std::process::Output) -> Option<i32> {
 fn assert_no_panic(output: &std::process::Output) {
     let stderr = stderr_of(output);
     assert!(!stderr.contains("panicked"), "panic: {stderr}");
-    assert!(output.status.code().is_some(), "killed by a signal: {:?}", output.status);
+    assert!(
+        output.status.code().is_some(),
+        "killed by a signal: {:?}",
+        output.status
+    );
 }
 
 #[test]
 fn malformed_file_contexts_lines_are_reported_with_file_and_line() {
     let cases: &[(&str, &str)] = &[
-        ("one token", "/srv(/.*)?\tsystem_u:object_r:var_t:s0\n/srv/bad\n"),
-        ("bad type field", "/srv(/.*)?\tsystem_u:object_r:var_t:s0\n/srv/x\t-z\tu:r:t:s0\n"),
-        ("non-ASCII", "/srv(/.*)?\tsystem_u:object_r:var_t:s0\n/srv/caf\u{e9}\tu:r:t:s0\n"),
-        ("comment after spec", "/srv(/.*)?\tsystem_u:object_r:var_t:s0\n/srv/x\tu:r:t:s0 # no\n"),
+        (
+            "one token",
+            "/srv(/.*)?\tsystem_u:object_r:var_t:s0\n/srv/bad\n",
+        ),
+        (
+            "bad type field",
+            "/srv(/.*)?\tsystem_u:object_r:var_t:s0\n/srv/x\t-z\tu:r:t:s0\n",
+        ),
+        (
+            "non-ASCII",
+            "/srv(/.*)?\tsystem_u:object_r:var_t:s0\n/srv/caf\u{e9}\tu:r:t:s0\n",
+        ),
+        (
+            "comment after spec",
+            "/srv(/.*)?\tsystem_u:object_r:var_t:s0\n/srv/x\tu:r:t:s0 # no\n",
+        ),
     ];
     for (what, specs) in cases {
         let fixture = Fixture::new(specs);
@@ -82,7 +101,10 @@ fn malformed_file_contexts_lines_are_reported_with_file_and_line() {
         assert_eq!(code(&output), Some(2), "{what}: {}", stderr_of(&output));
         let stderr = stderr_of(&output);
         let location = format!("{}:2", fixture.fc.display());
-        assert!(stderr.contains(&location), "{what}: want {location} in {stderr}");
+        assert!(
+            stderr.contains(&location),
+            "{what}: want {location} in {stderr}"
+        );
         assert_eq!(dump(&fixture.srv()), before, "{what}: nothing may change");
     }
     // Control: the valid first line alone loads and labels.
@@ -103,12 +125,18 @@ fn usage_errors_exit_2() {
     let cases: Vec<(&str, Command)> = vec![
         ("missing FC", {
             let mut c = semanifest();
-            c.arg("relabel").arg("--file-contexts").arg(&missing_fc).arg(fixture.srv());
+            c.arg("relabel")
+                .arg("--file-contexts")
+                .arg(&missing_fc)
+                .arg(fixture.srv());
             c
         }),
         ("missing operand", {
             let mut c = semanifest();
-            c.arg("relabel").arg("--file-contexts").arg(&fixture.fc).arg(fixture.srv().join("nope"));
+            c.arg("relabel")
+                .arg("--file-contexts")
+                .arg(&fixture.fc)
+                .arg(fixture.srv().join("nope"));
             c
         }),
         ("operand outside --root", {
@@ -130,7 +158,10 @@ fn usage_errors_exit_2() {
         }),
         ("--layout not wired", {
             let mut c = semanifest();
-            c.arg("relabel").arg("--layout").arg(&fixture.fc).arg(fixture.srv());
+            c.arg("relabel")
+                .arg("--layout")
+                .arg(&fixture.fc)
+                .arg(fixture.srv());
             c
         }),
     ];
@@ -147,7 +178,11 @@ fn usage_errors_exit_2() {
 #[test]
 fn unreadable_directory_is_labelled_reported_and_skipped() {
     let fixture = Fixture::new(SPECS);
-    fixture.small_tree().dir("log/locked").file("log/locked/inside", "x").chmod("log/locked", 0o000);
+    fixture
+        .small_tree()
+        .dir("log/locked")
+        .file("log/locked/inside", "x")
+        .chmod("log/locked", 0o000);
     let before = metadata(&dump(&fixture.srv()));
 
     // Root without the DAC override capabilities cannot list a 000
@@ -156,7 +191,11 @@ fn unreadable_directory_is_labelled_reported_and_skipped() {
         let mut command = Command::new("setpriv");
         command.args(["--bounding-set", "-dac_override,-dac_read_search", "--"]);
         command.arg(env!("CARGO_BIN_EXE_semanifest")).arg("relabel");
-        command.arg("--file-contexts").arg(&fixture.fc).arg("--root").arg(fixture.root());
+        command
+            .arg("--file-contexts")
+            .arg(&fixture.fc)
+            .arg("--root")
+            .arg(fixture.root());
         command.args(extra).arg(fixture.srv());
         run(&mut command)
     };
@@ -173,7 +212,10 @@ fn unreadable_directory_is_labelled_reported_and_skipped() {
     assert_eq!(label_of(&locked).as_deref(), Some(VAR_LOG_T));
     assert_eq!(label_of(&locked.join("inside")), None);
     // Everything else was labelled.
-    assert_eq!(label_of(&fixture.srv().join("log/sub/c")).as_deref(), Some(VAR_LOG_T));
+    assert_eq!(
+        label_of(&fixture.srv().join("log/sub/c")).as_deref(),
+        Some(VAR_LOG_T)
+    );
     assert_eq!(metadata(&dump(&fixture.srv())), before);
 
     // Control: once readable, the same run reaches the file and exits 0.
@@ -196,9 +238,7 @@ struct VanishingLookup {
 
 impl LabelLookup for VanishingLookup {
     fn expected_label(&self, path: &[u8], kind: FileKind) -> Option<&str> {
-        if path.starts_with(&self.lookup_prefix)
-            && !self.fired.swap(true, Ordering::SeqCst)
-        {
+        if path.starts_with(&self.lookup_prefix) && !self.fired.swap(true, Ordering::SeqCst) {
             let this = path.rsplit(|&b| b == b'/').next().expect("name");
             for entry in std::fs::read_dir(&self.directory).expect("list") {
                 let entry = entry.expect("entry");
@@ -223,7 +263,9 @@ fn files_vanishing_mid_walk_are_not_errors() {
     for i in 0..6 {
         tree.file(&format!("log/f{i}"), "x");
     }
-    tree.symlink("log/link", "f0").fifo("log/fifo").file("log/sub/deep", "x");
+    tree.symlink("log/link", "f0")
+        .fifo("log/fifo")
+        .file("log/sub/deep", "x");
     let lookup = VanishingLookup {
         labels: FileContexts::load(&fixture.fc).expect("load specs"),
         directory: fixture.srv().join("log"),
@@ -238,11 +280,17 @@ fn files_vanishing_mid_walk_are_not_errors() {
     let collector = Collector::default();
     let summary =
         relabel::relabel(&lookup, &[fixture.srv()], &options, &collector).expect("relabel");
-    assert!(lookup.fired.load(Ordering::SeqCst), "the deletion must have happened");
+    assert!(
+        lookup.fired.load(Ordering::SeqCst),
+        "the deletion must have happened"
+    );
     assert_eq!(summary.errors, 0, "{summary:?}");
     let (changes, errors) = collector.into_parts();
     assert!(errors.is_empty(), "{errors:?}");
-    let changed: Vec<&[u8]> = changes.iter().map(|change| change.path.as_slice()).collect();
+    let changed: Vec<&[u8]> = changes
+        .iter()
+        .map(|change| change.path.as_slice())
+        .collect();
     let srv = fixture.srv().into_os_string().into_encoded_bytes();
     assert_eq!(changed[..2], [&srv[..], &[&srv[..], b"/log"].concat()[..]]);
     // Of the 8 non-directories and the subdirectory listed, all but the
@@ -257,7 +305,14 @@ fn files_vanishing_mid_walk_are_not_errors() {
 fn read_only_filesystem_fails_per_object_without_changes() {
     let fixture = Fixture::new(SPECS);
     std::fs::create_dir_all(fixture.srv()).expect("srv");
-    mount(&["-t", "tmpfs", "-o", "size=4m", "tmpfs", fixture.srv().to_str().expect("utf-8")]);
+    mount(&[
+        "-t",
+        "tmpfs",
+        "-o",
+        "size=4m",
+        "tmpfs",
+        fixture.srv().to_str().expect("utf-8"),
+    ]);
     let _guard = MountGuard(fixture.srv());
     fixture.small_tree();
     // Label one object correctly beforehand: on a read-only filesystem it is
@@ -272,7 +327,10 @@ fn read_only_filesystem_fails_per_object_without_changes() {
     let stderr = stderr_of(&output);
     let log = fixture.srv().join("log");
     assert!(
-        stderr.contains(&format!("cannot write the label of {}: read-only filesystem", log.display())),
+        stderr.contains(&format!(
+            "cannot write the label of {}: read-only filesystem",
+            log.display()
+        )),
         "{stderr}"
     );
     let summary: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
@@ -311,7 +369,10 @@ fn filesystem_without_xattrs_is_reported_once() {
         "{stderr}"
     );
     let summary: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
-    assert_eq!(summary["errors"], 1, "one message, not one per object: {summary}");
+    assert_eq!(
+        summary["errors"], 1,
+        "one message, not one per object: {summary}"
+    );
     assert_eq!(metadata(&dump_without_labels(&srv)), before);
 }
 
@@ -321,7 +382,11 @@ fn dump_without_labels(root: &Path) -> std::collections::BTreeMap<Vec<u8>, Objec
     for entry in walk(root) {
         let meta = std::fs::symlink_metadata(&entry).expect("lstat");
         use std::os::unix::fs::MetadataExt;
-        let data = if meta.is_file() { std::fs::read(&entry).expect("read") } else { Vec::new() };
+        let data = if meta.is_file() {
+            std::fs::read(&entry).expect("read")
+        } else {
+            Vec::new()
+        };
         objects.insert(
             entry.as_os_str().as_encoded_bytes().to_vec(),
             Object {

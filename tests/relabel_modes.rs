@@ -56,14 +56,22 @@ impl Fixture {
 
     fn setfiles(&self, extra: &[&str]) -> std::process::Output {
         let mut command = Command::new(setfiles_path());
-        command.args(extra).arg("-r").arg(&self.root).arg(&self.fc).arg(self.srv());
+        command
+            .args(extra)
+            .arg("-r")
+            .arg(&self.root)
+            .arg(&self.fc)
+            .arg(self.srv());
         run(&mut command)
     }
 }
 
 fn json(output: &std::process::Output) -> serde_json::Value {
     serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
-        panic!("stdout is not one JSON object ({e}): {}", String::from_utf8_lossy(&output.stdout))
+        panic!(
+            "stdout is not one JSON object ({e}): {}",
+            String::from_utf8_lossy(&output.stdout)
+        )
     })
 }
 
@@ -72,7 +80,8 @@ fn ctimes(root: &Path) -> BTreeMap<Vec<u8>, (i64, i64)> {
     dump(root)
         .into_keys()
         .map(|path| {
-            let meta = std::fs::symlink_metadata(root.join(OsStr::from_bytes(&path))).expect("lstat");
+            let meta =
+                std::fs::symlink_metadata(root.join(OsStr::from_bytes(&path))).expect("lstat");
             (path, (meta.ctime(), meta.ctime_nsec()))
         })
         .collect()
@@ -135,7 +144,10 @@ fn dry_run_writes_nothing_and_counts_what_it_would_do() {
     // With --json the change lines go to stderr, and hostile names are
     // escaped there.
     let stderr = stderr_of(&output);
-    let evil = format!("would relabel {}/log/evil\\nname\\u{{1b}}[2J from <no label> to", fixture.srv().display());
+    let evil = format!(
+        "would relabel {}/log/evil\\nname\\u{{1b}}[2J from <no label> to",
+        fixture.srv().display()
+    );
     assert!(stderr.contains(&evil), "{stderr}");
     assert!(!stderr.contains('\x1b'), "raw escape in output: {stderr:?}");
 
@@ -150,10 +162,19 @@ fn type_only_matches_setfiles_without_force() {
     // Plant the same starting labels in two copies: some unlabelled, some
     // with the right type and foreign user/range, some with a wrong type.
     let plant = |srv: &Path| {
-        set_label(&srv.join("log/messages"), b"unconfined_u:object_r:var_log_t:s0:c1\0");
-        set_label(&srv.join("etc/conf"), b"unconfined_u:object_r:var_log_t:s0:c2.c3\0");
+        set_label(
+            &srv.join("log/messages"),
+            b"unconfined_u:object_r:var_log_t:s0:c1\0",
+        );
+        set_label(
+            &srv.join("etc/conf"),
+            b"unconfined_u:object_r:var_log_t:s0:c2.c3\0",
+        );
         set_label(&srv.join("data"), b"staff_u:object_r:etc_t\0");
-        set_label(&srv.join("log/current"), b"user_u:object_r:var_t:s0-s0:c0.c1023\0");
+        set_label(
+            &srv.join("log/current"),
+            b"user_u:object_r:var_t:s0-s0:c0.c1023\0",
+        );
     };
     let left = Fixture::new("left");
     let right = Fixture::new("right");
@@ -168,10 +189,19 @@ fn type_only_matches_setfiles_without_force() {
     let differences = label_differences(&left_labels, &right_labels);
     assert!(differences.is_empty(), "{}", differences.join("\n"));
     let get = |path: &str| right_labels[path.as_bytes()].clone();
-    assert_eq!(get("log/messages"), Some(b"unconfined_u:object_r:var_log_t:s0:c1\0".to_vec()));
-    assert_eq!(get("etc/conf"), Some(b"unconfined_u:object_r:etc_t:s0:c2.c3\0".to_vec()));
+    assert_eq!(
+        get("log/messages"),
+        Some(b"unconfined_u:object_r:var_log_t:s0:c1\0".to_vec())
+    );
+    assert_eq!(
+        get("etc/conf"),
+        Some(b"unconfined_u:object_r:etc_t:s0:c2.c3\0".to_vec())
+    );
     assert_eq!(get("data"), Some(b"staff_u:object_r:var_t\0".to_vec()));
-    assert_eq!(get("log/current"), Some(b"user_u:object_r:var_log_link_t:s0-s0:c0.c1023\0".to_vec()));
+    assert_eq!(
+        get("log/current"),
+        Some(b"user_u:object_r:var_log_link_t:s0-s0:c0.c1023\0".to_vec())
+    );
     assert_eq!(get(""), Some(b"system_u:object_r:var_t:s0\0".to_vec()));
 
     // Control: the default (full) mode replaces user and range too.
@@ -187,7 +217,11 @@ fn type_only_matches_setfiles_without_force() {
 fn excluded_subtrees_are_left_alone_like_setfiles_e() {
     let left = Fixture::new("left");
     let right = Fixture::new("right");
-    let output = left.setfiles(&["-F", "-e", left.srv().join("etc/skip").to_str().expect("utf-8")]);
+    let output = left.setfiles(&[
+        "-F",
+        "-e",
+        left.srv().join("etc/skip").to_str().expect("utf-8"),
+    ]);
     assert!(output.status.success(), "{}", stderr_of(&output));
     let exclude = right.srv().join("etc/skip/");
     let output = right.relabel(&["--json", "--exclude", exclude.to_str().expect("utf-8")]);
@@ -199,7 +233,10 @@ fn excluded_subtrees_are_left_alone_like_setfiles_e() {
     assert_eq!(right_labels[&b"etc/skip"[..]], None);
     assert_eq!(right_labels[&b"etc/skip/me"[..]], None);
     // Control: the sibling outside the exclude was labelled.
-    assert_eq!(right_labels[&b"etc/conf"[..]], Some(b"system_u:object_r:etc_t:s0\0".to_vec()));
+    assert_eq!(
+        right_labels[&b"etc/conf"[..]],
+        Some(b"system_u:object_r:etc_t:s0\0".to_vec())
+    );
 }
 
 #[test]
@@ -209,11 +246,19 @@ fn file_and_symlink_operands_label_only_themselves() {
     let output = relabel(&fixture.fc, Some(&fixture.root), &["--json"], &[&current]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr_of(&output));
     assert_eq!(json(&output)["examined"], 1);
-    assert_eq!(label_of(&current), Some(b"system_u:object_r:var_log_link_t:s0\0".to_vec()));
+    assert_eq!(
+        label_of(&current),
+        Some(b"system_u:object_r:var_log_link_t:s0\0".to_vec())
+    );
     // The link's target is not touched.
     assert_eq!(label_of(&fixture.srv().join("log/messages")), None);
 
-    let output = relabel(&fixture.fc, Some(&fixture.root), &[], &[&fixture.srv().join("log/messages")]);
+    let output = relabel(
+        &fixture.fc,
+        Some(&fixture.root),
+        &[],
+        &[&fixture.srv().join("log/messages")],
+    );
     assert_eq!(output.status.code(), Some(0), "{}", stderr_of(&output));
     assert_eq!(
         label_of(&fixture.srv().join("log/messages")),
@@ -236,8 +281,14 @@ fn without_root_the_lookup_uses_the_real_path() {
         })
         .collect();
     let fc = fixture.root.join("real.fc");
-    write_file(&fc, &format!("{escaped}(/.*)?\tsystem_u:object_r:real_t:s0\n"));
+    write_file(
+        &fc,
+        &format!("{escaped}(/.*)?\tsystem_u:object_r:real_t:s0\n"),
+    );
     let output = relabel(&fc, None, &[], &[&fixture.srv()]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr_of(&output));
-    assert_eq!(label_of(&real.join("data")), Some(b"system_u:object_r:real_t:s0\0".to_vec()));
+    assert_eq!(
+        label_of(&real.join("data")),
+        Some(b"system_u:object_r:real_t:s0\0".to_vec())
+    );
 }

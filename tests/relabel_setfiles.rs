@@ -91,7 +91,12 @@ impl Pair {
     fn run_semanifest(&self, extra: &[&str]) -> serde_json::Value {
         let mut args = vec!["--json"];
         args.extend_from_slice(extra);
-        let output = relabel(&self.fc, Some(&self.right), &args, &[&self.tree(&self.right)]);
+        let output = relabel(
+            &self.fc,
+            Some(&self.right),
+            &args,
+            &[&self.tree(&self.right)],
+        );
         assert!(
             output.status.success(),
             "semanifest relabel failed ({:?}): {}",
@@ -175,16 +180,37 @@ fn unlabelled_tree_gets_setfiles_labels() {
     let get = |path: &[u8]| labels.get(path).cloned().flatten();
     let want = |context: &str| Some(format!("{context}\0").into_bytes());
     assert_eq!(get(b""), want("system_u:object_r:var_t:s0"));
-    assert_eq!(get(b"log/archive/messages.1.gz"), want("system_u:object_r:var_log_t:s0:c1"));
-    assert_eq!(get(b"log/current"), want("system_u:object_r:var_log_link_t:s0"));
+    assert_eq!(
+        get(b"log/archive/messages.1.gz"),
+        want("system_u:object_r:var_log_t:s0:c1")
+    );
+    assert_eq!(
+        get(b"log/current"),
+        want("system_u:object_r:var_log_link_t:s0")
+    );
     assert_eq!(get(b"run/api.sock"), want("system_u:object_r:socket_t:s0"));
     assert_eq!(get(b"run/events"), want("system_u:object_r:fifo_t:s0"));
-    assert_eq!(get(b"dev/null0"), want("system_u:object_r:null_device_t:s0"));
-    assert_eq!(get(b"dev/disk0"), want("system_u:object_r:fixed_disk_device_t:s0"));
+    assert_eq!(
+        get(b"dev/null0"),
+        want("system_u:object_r:null_device_t:s0")
+    );
+    assert_eq!(
+        get(b"dev/disk0"),
+        want("system_u:object_r:fixed_disk_device_t:s0")
+    );
     assert_eq!(get(b"links/to-etc"), want("system_u:object_r:symlink_t:s0"));
-    assert_eq!(get(b"lib/etcd/data/member/db"), want("system_u:object_r:data_t:s0"));
-    assert_eq!(get(b"names/new\nline"), want("system_u:object_r:names_t:s0"));
-    assert_eq!(get(b"names/latin1-caf\xe9"), want("system_u:object_r:names_t:s0"));
+    assert_eq!(
+        get(b"lib/etcd/data/member/db"),
+        want("system_u:object_r:data_t:s0")
+    );
+    assert_eq!(
+        get(b"names/new\nline"),
+        want("system_u:object_r:names_t:s0")
+    );
+    assert_eq!(
+        get(b"names/latin1-caf\xe9"),
+        want("system_u:object_r:names_t:s0")
+    );
     // <<none>>: left alone, but its subtree is still visited (and also none).
     assert_eq!(get(b"untouched"), None);
     assert_eq!(get(b"untouched/sub/file"), None);
@@ -193,7 +219,10 @@ fn unlabelled_tree_gets_setfiles_labels() {
     // it is, both names show that one label.
     assert_eq!(get(b"hard/a"), get(b"hard/b"));
     // A symlink's target is never labelled through the link.
-    assert_eq!(get(b"links/to-untouched"), want("system_u:object_r:symlink_t:s0"));
+    assert_eq!(
+        get(b"links/to-untouched"),
+        want("system_u:object_r:symlink_t:s0")
+    );
 
     assert_eq!(summary["errors"], 0);
     assert_eq!(summary["hard_link_conflicts"], 1, "{summary}");
@@ -287,7 +316,10 @@ fn empty_xattr_is_repaired_where_setfiles_fails() {
     // Everything else agrees with setfiles.
     let mut left = labels(&dump(&pair.tree(&pair.left)));
     let right = labels(&dump(&pair.tree(&pair.right)));
-    assert_eq!(left.insert(b"log/messages".to_vec(), None), Some(Some(Vec::new())));
+    assert_eq!(
+        left.insert(b"log/messages".to_vec(), None),
+        Some(Some(Vec::new()))
+    );
     let mut right_without = right.clone();
     right_without.insert(b"log/messages".to_vec(), None);
     assert!(label_differences(&left, &right_without).is_empty());
@@ -310,11 +342,16 @@ fn tree_deeper_than_path_max_is_labelled_to_the_bottom() {
     let var_log = Some(b"system_u:object_r:var_log_t:s0\0".to_vec());
     // semanifest labels every object, whatever its depth.
     for (path, label) in &right {
-        assert_eq!(label, &if path.is_empty() {
-            Some(b"system_u:object_r:var_t:s0\0".to_vec())
-        } else {
-            var_log.clone()
-        }, "{}", String::from_utf8_lossy(path));
+        assert_eq!(
+            label,
+            &if path.is_empty() {
+                Some(b"system_u:object_r:var_t:s0\0".to_vec())
+            } else {
+                var_log.clone()
+            },
+            "{}",
+            String::from_utf8_lossy(path)
+        );
     }
     // setfiles agrees wherever the full path fits in PATH_MAX and silently
     // skips the rest (the documented difference).
@@ -323,7 +360,10 @@ fn tree_deeper_than_path_max_is_labelled_to_the_bottom() {
         if prefix + path.len() < 4096 {
             assert_eq!(label, &right[path], "{}", String::from_utf8_lossy(path));
         } else {
-            assert_eq!(label, &None, "setfiles now labels deep paths: update the docs");
+            assert_eq!(
+                label, &None,
+                "setfiles now labels deep paths: update the docs"
+            );
         }
     }
 }
@@ -335,7 +375,14 @@ fn nested_mount_is_skipped_like_setfiles() {
     pair.edit_both(|tree| {
         let mount_point = tree.join("run/mnt");
         std::fs::create_dir(&mount_point).expect("mount point");
-        mount(&["-t", "tmpfs", "-o", "size=1m", "tmpfs", mount_point.to_str().expect("utf-8")]);
+        mount(&[
+            "-t",
+            "tmpfs",
+            "-o",
+            "size=1m",
+            "tmpfs",
+            mount_point.to_str().expect("utf-8"),
+        ]);
         write_file(&mount_point.join("inside"), "on tmpfs");
     });
     guards.push(MountGuard(pair.tree(&pair.left).join("run/mnt")));
@@ -348,7 +395,11 @@ fn nested_mount_is_skipped_like_setfiles() {
     for side in [&pair.left, &pair.right] {
         let mounted = pair.tree(side).join("run/mnt");
         assert_eq!(label_of(&mounted), None, "the mounted root is skipped");
-        assert_eq!(label_of(&mounted.join("inside")), None, "the mount is not entered");
+        assert_eq!(
+            label_of(&mounted.join("inside")),
+            None,
+            "the mount is not entered"
+        );
     }
 
     // --cross-mounts enters it (tmpfs holds security.* xattrs).

@@ -154,7 +154,8 @@ fn load_labels(args: &RelabelArgs) -> anyhow::Result<FileContexts> {
 }
 
 fn absolute(path: &Path) -> anyhow::Result<PathBuf> {
-    std::path::absolute(path).with_context(|| format!("{}", EscapedPath(path.as_os_str().as_encoded_bytes())))
+    std::path::absolute(path)
+        .with_context(|| format!("{}", EscapedPath(path.as_os_str().as_encoded_bytes())))
 }
 
 /// Each directory on the walk's frontier holds an fd; deep or wide trees can

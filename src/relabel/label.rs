@@ -146,7 +146,10 @@ mod tests {
     fn type_only_keeps_user_role_and_range() {
         let cases: &[(Option<&[u8]>, Decision)] = &[
             (None, Decision::Write(Cow::Borrowed(VAR))),
-            (Some(b"unconfined_u:object_r:var_t:s0:c1,c2"), Decision::Keep),
+            (
+                Some(b"unconfined_u:object_r:var_t:s0:c1,c2"),
+                Decision::Keep,
+            ),
             (
                 Some(b"unconfined_u:object_r:etc_t:s0-s0:c0.c1023"),
                 Decision::Write(Cow::Owned(
@@ -161,10 +164,7 @@ mod tests {
             // Not a context: restorecon would fail, we repair.
             (Some(b"garbage"), Decision::Write(Cow::Borrowed(VAR))),
             (Some(b"u::etc_t:s0"), Decision::Write(Cow::Borrowed(VAR))),
-            (
-                Some(b"u:r:etc_t:\xff"),
-                Decision::Write(Cow::Borrowed(VAR)),
-            ),
+            (Some(b"u:r:etc_t:\xff"), Decision::Write(Cow::Borrowed(VAR))),
         ];
         for (stored, want) in cases {
             assert_eq!(

@@ -16,9 +16,10 @@
 //!   not be: opening a device or FIFO has side effects) and `fgetxattr`
 //!   refuses `O_PATH` fds, so their xattrs are read and written through
 //!   `/proc/self/fd/N` of the `O_PATH` fd. That magic link resolves to the
-//!   object itself, never to a symlink's target (unlike `/proc/self/fd/DIR/NAME`,
-//!   which would re-resolve NAME and race with renames). Like setfiles,
-//!   this needs `/proc`.
+//!   object itself, never to a symlink's target. (`l*xattr` on
+//!   `/proc/self/fd/DIR/NAME` would also be safe from symlinks but resolves
+//!   NAME again at each call, so a rename between the stat and the write
+//!   could label another object.) Like setfiles, this needs `/proc`.
 //! - **One filesystem.** Objects on another device than the walk's starting
 //!   point, including the mounted directory itself, are skipped, as
 //!   `setfiles` does; [`MountPolicy::CrossMounts`] lifts that.
@@ -27,6 +28,8 @@
 //!   tree-wide state is the hard-link registry, which holds one entry per
 //!   multiply-linked inode.
 //! - **Compare before write**; with [`WriteMode::DryRun`] nothing is written.
+//! - **Every write is one `setxattr`**, so an interrupted run leaves each
+//!   object either old or new, and a rerun finishes the job.
 //! - **Errors are per object.** Each is reported with its path through
 //!   [`Observer::failed`] and the walk goes on. Objects that vanish during the
 //!   walk are counted, not reported.
@@ -38,11 +41,15 @@
 //! - Hard links: like setfiles, the first link visited decides the label and
 //!   later links with a different spec are left alone and reported as
 //!   conflicts. Within one directory "first" is directory order, as in
-//!   setfiles; across directories it depends on scheduling (setfiles `-T`
-//!   has the same property).
+//!   `setfiles -T 1`; across directories it depends on scheduling, as with
+//!   `setfiles -T N`. Only inodes with more than one link are remembered
+//!   (setfiles remembers every inode, by inode number alone).
+//! - A directory that cannot be listed is still labelled (through an
+//!   `O_PATH` fd) and the listing failure reported; setfiles skips it.
 //! - `--exclude` leaves the object and everything below it alone, for any
 //!   file type (setfiles only honours it for directories).
-//! - Paths deeper than `PATH_MAX` are labelled (setfiles aborts).
+//! - Paths longer than `PATH_MAX` are labelled (setfiles 3.4 silently skips
+//!   them and still exits 0).
 
 mod escape;
 mod hardlinks;
@@ -274,9 +281,15 @@ pub struct Collector {
 impl Collector {
     /// The changes sorted by path, and the errors in the order they came.
     pub fn into_parts(self) -> (Vec<Drift>, Vec<ObjectError>) {
-        let mut drift = self.drift.into_inner().unwrap_or_else(PoisonError::into_inner);
+        let mut drift = self
+            .drift
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner);
         drift.sort_by(|a, b| a.path.cmp(&b.path));
-        let errors = self.errors.into_inner().unwrap_or_else(PoisonError::into_inner);
+        let errors = self
+            .errors
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner);
         (drift, errors)
     }
 }
@@ -289,7 +302,10 @@ impl Observer for Collector {
             found: change.found.map(<[u8]>::to_vec),
             expected: change.expected.to_owned(),
         };
-        self.drift.lock().unwrap_or_else(PoisonError::into_inner).push(drift);
+        self.drift
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(drift);
     }
 
     fn failed(&self, error: &ObjectError) {

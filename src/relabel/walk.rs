@@ -134,10 +134,12 @@ fn canonical_root(root: &Path) -> Result<Vec<u8>, RelabelError> {
             path: root.as_os_str().as_bytes().to_vec(),
         });
     }
-    let real = root.canonicalize().map_err(|source| RelabelError::Operand {
-        path: root.as_os_str().as_bytes().to_vec(),
-        source,
-    })?;
+    let real = root
+        .canonicalize()
+        .map_err(|source| RelabelError::Operand {
+            path: root.as_os_str().as_bytes().to_vec(),
+            source,
+        })?;
     let real = real.into_os_string().into_vec();
     // `/` as the alternate root strips nothing.
     Ok(if real == b"/" { Vec::new() } else { real })

@@ -40,7 +40,9 @@ pub fn setfiles_path() -> PathBuf {
             return PathBuf::from(candidate);
         }
     }
-    panic!("setfiles not found: install the Debian package policycoreutils (listed in .ci/packages)");
+    panic!(
+        "setfiles not found: install the Debian package policycoreutils (listed in .ci/packages)"
+    );
 }
 
 pub fn semanifest() -> Command {
@@ -152,7 +154,11 @@ impl TreeBuilder {
 
     pub fn char_device(&self, relative: &str) -> &Self {
         // 1:3 is /dev/null: harmless if anything ever opened it.
-        self.node(relative, FileType::CharacterDevice, rustix::fs::makedev(1, 3))
+        self.node(
+            relative,
+            FileType::CharacterDevice,
+            rustix::fs::makedev(1, 3),
+        )
     }
 
     pub fn block_device(&self, relative: &str) -> &Self {
@@ -261,7 +267,13 @@ pub fn dump(root: &Path) -> BTreeMap<Vec<u8>, Object> {
     let parent_fd = open_dir(parent);
     let root_stat = rfs::statat(CWD, root, AtFlags::SYMLINK_NOFOLLOW).expect("stat root");
     let name = CString::new(name.as_bytes()).expect("no NUL");
-    dump_entry(&parent_fd, &name, Vec::new(), root_stat.st_dev, &mut objects);
+    dump_entry(
+        &parent_fd,
+        &name,
+        Vec::new(),
+        root_stat.st_dev,
+        &mut objects,
+    );
     objects
 }
 
@@ -277,8 +289,13 @@ fn dump_entry(
     let label = read_label_at(dir, name);
     let data = match kind {
         FileType::RegularFile => {
-            let fd = rfs::openat(dir, name, OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW, Mode::empty())
-                .expect("open file during dump");
+            let fd = rfs::openat(
+                dir,
+                name,
+                OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
+                Mode::empty(),
+            )
+            .expect("open file during dump");
             fs::read(format!("/proc/self/fd/{}", fd.as_raw_fd())).expect("read file during dump")
         }
         FileType::Symlink => rfs::readlinkat(dir, name, Vec::new())
