@@ -106,10 +106,18 @@ fn bad_file_contexts_exits_2_with_file_and_line() {
 }
 
 #[test]
-fn layout_is_not_wired_yet_and_says_so() {
-    let output = lookup().args(["--layout", "x.yaml", "/var"]).output().expect("runs");
+fn layout_compiles_the_manifest_and_answers_from_it() {
+    let layout = concat!(env!("CARGO_MANIFEST_DIR"), "/layouts/structured-var.yaml");
+    let output = lookup().args(["--layout", layout, "/var/lib/etcd/member", "/var/mntx", "/proc/1"]).output().expect("runs");
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "/var/lib/etcd/member\tsystem_u:object_r:etcd_var_t:s0\n/var/mntx\tsystem_u:object_r:var_t:s0\n/proc/1\t<<none>>\n"
+    );
+    // A missing manifest is bad input, named.
+    let output = lookup().args(["--layout", "/no/such.yaml", "/var"]).output().expect("runs");
     assert_eq!(output.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&output.stderr).contains("--layout: not wired yet"));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("/no/such.yaml"));
 }
 
 #[test]

@@ -156,7 +156,7 @@ fn usage_errors_exit_2() {
             c.args(["--check", "--dry-run"]).arg(fixture.srv());
             c
         }),
-        ("--layout not wired", {
+        ("--layout given a file_contexts instead of a manifest", {
             let mut c = semanifest();
             c.arg("relabel")
                 .arg("--layout")
