@@ -78,26 +78,10 @@ pub struct Traversal {
     pub towards: Vec<String>,
 }
 
-/// Classpermission names for each access level; defined in the template.
-fn level_permissions(access: Access) -> Vec<&'static str> {
-    let mut sets = Vec::new();
-    if access.write {
-        sets.push("semanifest_write");
-    } else {
-        if access.read {
-            sets.push("semanifest_read");
-        }
-        if access.append {
-            sets.push("semanifest_append");
-        }
-        if !access.read && !access.append && access.search {
-            sets.push("semanifest_search");
-        }
-    }
-    if access.exec {
-        sets.push("semanifest_exec");
-    }
-    sets
+/// Classpermission names for each access level, `semanifest_<level>`, as
+/// defined in the template.
+fn level_permissions(access: Access) -> Vec<String> {
+    access.names().into_iter().map(|level| format!("semanifest_{level}")).collect()
 }
 
 /// Escapes a normalised path so that libselinux's regex matches exactly it:
@@ -160,7 +144,7 @@ pub fn plan(layout: &Layout, source: &str, description: Option<&str>) -> ModuleP
                     level_permissions(access).into_iter().map(move |permissions| Allow {
                         domain: domain.clone(),
                         target: rule.type_name.clone(),
-                        permissions: permissions.to_owned(),
+                        permissions,
                     })
                 })
                 .collect();
