@@ -4,7 +4,8 @@
 //! comparison, a path the base policy already labels otherwise — plus a note
 //! for paths reachable only through bind mounts.
 
-use crate::check::report::{Finding, Location, Severity};
+use crate::check::location_at;
+use crate::check::report::{Finding, Severity};
 use crate::check::rules;
 use crate::diag::{Diagnostic, Severity as DiagSeverity, Source};
 use crate::fcontext::{FileContexts, FileKind};
@@ -15,12 +16,7 @@ use crate::policy::{self, plan};
 
 /// A manifest diagnostic as a check finding.
 pub fn finding_of(diagnostic: &Diagnostic, source: &Source) -> Finding {
-    let location = diagnostic.pos.is_known().then(|| Location {
-        file: source.name.clone(),
-        line: diagnostic.pos.line,
-        column: diagnostic.pos.column,
-        end_column: (diagnostic.pos.width > 0).then(|| diagnostic.pos.column + diagnostic.pos.width),
-    });
+    let location = location_at(&source.name, diagnostic.pos);
     let mut message = diagnostic.message.clone();
     if let Some(help) = &diagnostic.help {
         message.push_str(&format!(" (help: {help})"));
@@ -39,17 +35,8 @@ pub fn finding_of(diagnostic: &Diagnostic, source: &Source) -> Finding {
     }
 }
 
-fn location_of(parsed: &Parsed, pos: crate::diag::Pos) -> Option<Location> {
-    pos.is_known().then(|| Location {
-        file: parsed.source.name.clone(),
-        line: pos.line,
-        column: pos.column,
-        end_column: (pos.width > 0).then(|| pos.column + pos.width),
-    })
-}
-
 fn finding(parsed: &Parsed, rule: &'static crate::check::report::Rule, pos: crate::diag::Pos, message: String) -> Finding {
-    let location = location_of(parsed, pos);
+    let location = location_at(&parsed.source.name, pos);
     Finding {
         rule,
         severity: rule.default_severity,

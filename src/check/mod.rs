@@ -97,17 +97,20 @@ pub fn run(parsed: &Parsed, options: &CheckOptions) -> Outcome {
     outcome
 }
 
+/// A manifest position as a report location in `file` (named as given).
+pub fn location_at(file: &str, pos: crate::diag::Pos) -> Option<Location> {
+    pos.is_known().then(|| Location {
+        file: file.to_owned(),
+        line: pos.line,
+        column: pos.column,
+        end_column: (pos.width > 0).then(|| pos.column + pos.width),
+    })
+}
+
 /// What the layout says about hostPath volumes, for the Kubernetes audit.
 pub fn host_path_rules(parsed: &Parsed) -> HostPathRules {
     let layout = &parsed.layout;
-    let declared = |pos: crate::diag::Pos| {
-        pos.is_known().then(|| Location {
-            file: parsed.source.name.clone(),
-            line: pos.line,
-            column: pos.column,
-            end_column: (pos.width > 0).then(|| pos.column + pos.width),
-        })
-    };
+    let declared = |pos| location_at(&parsed.source.name, pos);
     let normal = |path: &str| NormalPath::parse(path).ok();
     let workloads: Vec<usize> = layout.workload_domains().map(|(i, _)| i).collect();
     let workload_access = |rule: &crate::model::PathRule| {

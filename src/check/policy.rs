@@ -33,12 +33,7 @@ pub enum PolicyCheckError {
 }
 
 fn manifest_location(parsed: &Parsed, pos: crate::diag::Pos) -> Option<Location> {
-    pos.is_known().then(|| Location {
-        file: parsed.source.name.clone(),
-        line: pos.line,
-        column: pos.column,
-        end_column: (pos.width > 0).then(|| pos.column + pos.width),
-    })
+    crate::check::location_at(&parsed.source.name, pos)
 }
 
 /// `FILE:LINE: rule` (as secilc reports an offending rule) → a location.

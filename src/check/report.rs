@@ -118,7 +118,7 @@ pub struct Summary {
 }
 
 impl Summary {
-    pub fn of(findings: &[Finding]) -> Self {
+    pub fn of<'a>(findings: impl IntoIterator<Item = &'a Finding>) -> Self {
         let mut summary = Summary::default();
         for finding in findings {
             match finding.severity {
@@ -176,7 +176,7 @@ pub fn render_human(findings: &[Finding], options: HumanOptions) -> String {
     };
     let mut out = String::new();
     for (file, group) in group_by_file(findings) {
-        let summary = Summary::of_refs(&group);
+        let summary = Summary::of(group.iter().copied());
         match file {
             Some(file) => out.push_str(&format!("{}: {summary}\n", escape_controls(file))),
             None => out.push_str(&format!("(no file): {summary}\n")),
@@ -190,19 +190,6 @@ pub fn render_human(findings: &[Finding], options: HumanOptions) -> String {
     out
 }
 
-impl Summary {
-    fn of_refs(findings: &[&Finding]) -> Self {
-        let mut summary = Summary::default();
-        for finding in findings {
-            match finding.severity {
-                Severity::Error => summary.errors += 1,
-                Severity::Warning => summary.warnings += 1,
-                Severity::Note => summary.notes += 1,
-            }
-        }
-        summary
-    }
-}
 
 /// Groups by file, keeping each file's first appearance and each file's
 /// internal order; findings without a location come last.
