@@ -9,6 +9,18 @@
 //! each looked up as a regular file. Both engines are warmed up
 //! first (libselinux compiles regexes lazily; our lazy DFA fills its cache).
 //! Answers are compared too, so a fast wrong engine cannot win.
+//!
+//! Measured on the 2-core development machine, nearly idle (Debian 12,
+//! libselinux 3.4, 20,000 keys):
+//!
+//! | keys          | semanifest | libselinux | ratio |
+//! |---------------|-----------:|-----------:|------:|
+//! | real-looking  |    2.14 µs |     514 µs |  240× |
+//! | hostile       |    2.99 µs |     340 µs |  114× |
+//! | host files    |    1.06 µs |     292 µs |  275× |
+//!
+//! Load: semanifest 187 ms (compiles everything up front), libselinux 7 ms
+//! (compiles each regex on first use).
 
 #[path = "../tests/common/fc_oracle.rs"]
 mod fc_oracle;
