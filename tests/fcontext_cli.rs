@@ -151,3 +151,19 @@ fn cli_agrees_with_libselinux() {
         }
     }
 }
+
+#[test]
+fn newline_in_an_argument_is_refused_before_any_output() {
+    let (_dir, fc) = fc_file();
+    let output = lookup()
+        .arg("--file-contexts")
+        .arg(&fc)
+        .args(["/srv/ok", "/srv/a\nb"])
+        .output()
+        .expect("runs");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(output.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("newline"));
+    // Control: without it the same command succeeds.
+    lookup().arg("--file-contexts").arg(&fc).arg("/srv/ok").assert().success();
+}

@@ -142,3 +142,33 @@ fn random_files_agree_with_libselinux() {
     assert!(labelled * 5 > asked, "only {labelled} of {asked} keys labelled");
     assert!(failures.is_empty(), "{} files differ:\n{}", failures.len(), failures.join("\n\n"));
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+
+    /// Arbitrary bytes never make loading or looking up panic.
+    #[test]
+    fn arbitrary_input_never_panics(
+        text in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..400),
+        key in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..100),
+    ) {
+        if let Ok(contexts) = FileContexts::from_text("fuzz", &text) {
+            for kind in FileKind::ALL {
+                let _ = contexts.lookup(&key, kind);
+            }
+        }
+    }
+
+    /// Spec-shaped arbitrary text (metacharacters, slashes, type fields) too.
+    #[test]
+    fn spec_shaped_input_never_panics(
+        lines in proptest::collection::vec("[/a-c.*+?()|\\\\\\[\\]^${},0-9dswxzZAb-]{1,16}( -[-dlcbps])? u:r:t:s0", 1..8),
+        key in "[/a-c.\n]{0,12}",
+    ) {
+        if let Ok(contexts) = FileContexts::from_text("fuzz", lines.join("\n").as_bytes()) {
+            for kind in FileKind::ALL {
+                let _ = contexts.lookup(key.as_bytes(), kind);
+            }
+        }
+    }
+}

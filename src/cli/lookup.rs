@@ -22,10 +22,15 @@ use semanifest::fcontext::{FileContexts, FileKind};
 ///
 /// Examples:
 ///
-///   semanifest lookup --file-contexts /etc/selinux/default/contexts/files/file_contexts \
-///       --mode dir /var/log /var/lib/etcd
+///   $ semanifest lookup --file-contexts /etc/selinux/default/contexts/files/file_contexts \
+///       --mode dir /var/log /proc/1
+///   /var/log        system_u:object_r:var_log_t:s0
+///   /proc/1 <<none>>
 ///
-///   find /var -xdev | semanifest lookup --file-contexts out/file_contexts --from -
+///   $ find /var -xdev | semanifest lookup --file-contexts out/file_contexts --from -
+///
+/// Exit status: 0 on success; 2 for a bad file_contexts (the message names
+/// FILE:LINE) or a path containing a newline.
 #[derive(Args, Debug)]
 #[command(verbatim_doc_comment)]
 pub struct LookupArgs {
@@ -83,10 +88,12 @@ impl From<ModeArg> for FileKind {
 pub struct BadInput(#[from] pub anyhow::Error);
 
 /// Runs the subcommand and maps its outcome to an exit code: 2 for a bad
-/// file_contexts or argument, 1 for anything else (such as a closed stdout).
+/// file_contexts or argument, 1 for anything else. A closed standard output
+/// (`| head`) ends the run quietly, like other line-oriented tools.
 pub fn main(args: LookupArgs) -> ExitCode {
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("semanifest lookup: {error:#}");
             if error.is::<BadInput>() {
@@ -98,7 +105,25 @@ pub fn main(args: LookupArgs) -> ExitCode {
     }
 }
 
+fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error
+        .downcast_ref::<std::io::Error>()
+        .is_some_and(|error| error.kind() == std::io::ErrorKind::BrokenPipe)
+}
+
+fn bad_path(path: &[u8]) -> anyhow::Error {
+    BadInput(anyhow::anyhow!(
+        "path {:?} contains a NUL or a newline (output lines would be ambiguous)",
+        String::from_utf8_lossy(path)
+    ))
+    .into()
+}
+
 fn run(args: LookupArgs) -> anyhow::Result<()> {
+    // Check every argument before printing anything.
+    if let Some(path) = args.paths.iter().map(|path| path.as_bytes()).find(|path| path.contains(&b'\n')) {
+        return Err(bad_path(path));
+    }
     let contexts = match (&args.file_contexts, &args.layout) {
         (Some(path), _) => FileContexts::load(path).map_err(|error| BadInput(error.into()))?,
         (None, Some(layout)) => match super::layout_file_contexts(layout) {
@@ -113,13 +138,6 @@ fn run(args: LookupArgs) -> anyhow::Result<()> {
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let mut print = |path: &[u8]| -> anyhow::Result<()> {
-        if path.contains(&0) || path.contains(&b'\n') {
-            return Err(BadInput(anyhow::anyhow!(
-                "path {:?} contains NUL or newline",
-                String::from_utf8_lossy(path)
-            ))
-            .into());
-        }
         let context = contexts.lookup(path, kind).unwrap_or("<<none>>");
         out.write_all(path)?;
         out.write_all(b"\t")?;
@@ -150,6 +168,9 @@ fn run(args: LookupArgs) -> anyhow::Result<()> {
             }
             if line.last() == Some(&b'\n') {
                 line.pop();
+            }
+            if line.contains(&0) {
+                return Err(bad_path(&line));
             }
             print(&line)?;
         }

@@ -335,9 +335,14 @@ fn emit(node: &Node, at_tail: bool, out: &mut String) -> Result<()> {
 }
 
 fn emit_sequence(items: &[Node], at_tail: bool, out: &mut String) -> Result<()> {
+    // Item `i` is at the tail when the sequence is and items after it are
+    // all end anchors: the first index from which that holds.
+    let anchors_from = items
+        .iter()
+        .rposition(|item| !item.is_end_anchors_only())
+        .map_or(0, |last| last + 1);
     for (index, item) in items.iter().enumerate() {
-        let rest_is_anchors = items[index + 1..].iter().all(Node::is_end_anchors_only);
-        emit(item, at_tail && rest_is_anchors, out)?;
+        emit(item, at_tail && index + 1 >= anchors_from, out)?;
     }
     Ok(())
 }
@@ -813,6 +818,14 @@ mod tests {
         assert!(run(b"/usr/lib/x1\n"));
         assert!(!run(b"/usr/lib/x/a"));
         assert!(!run(b"/usr/lib/x1\n\n"));
+    }
+
+    #[test]
+    fn long_specs_translate_in_linear_time() {
+        assert!(translate(&vec![b'a'; 200_000]).is_ok());
+        assert!(translate("$".repeat(200_000).as_bytes()).is_ok());
+        let nested = "(".repeat(10_000) + &")".repeat(10_000);
+        assert!(translate(nested.as_bytes()).is_err(), "nesting is bounded");
     }
 
     #[test]
