@@ -145,6 +145,9 @@ fn every_key_and_mode_agrees_with_libselinux() {
                 }
             }
         }
+        let keys: Vec<Vec<u8>> = case.keys.iter().map(|(key, _)| key.clone()).collect();
+        let (_, _, differ) = fc_oracle::directory_mismatches(&ours, &keys, 5);
+        failures.extend(differ.into_iter().map(|line| format!("{}: {line}", case.name)));
     }
     assert!(compared > 1000, "only {compared} comparisons");
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));

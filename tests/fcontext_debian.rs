@@ -91,6 +91,8 @@ fn run(total: usize, modes: Modes) {
         compared += count;
         mismatched += bad;
         examples.append(&mut list);
+        // The walker's per-directory lookups, on the same keys as a tree.
+        fc_oracle::assert_directory_lookups_agree(&contexts, &keys, DEBIAN_FC);
         done += batch;
     }
     let per_key = if modes == Modes::Every {

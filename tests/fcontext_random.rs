@@ -129,6 +129,10 @@ fn random_files_agree_with_libselinux() {
         labelled += keys.iter().filter(|key| ours.lookup(key, FileKind::Any).is_some()).count();
         let (count, mismatched, examples) = fc_oracle::compare(&fc, &ours, &keys, &FileKind::ALL, 3);
         compared += count;
+        let (_, _, differ) = fc_oracle::directory_mismatches(&ours, &keys, 3);
+        if !differ.is_empty() {
+            failures.push(format!("{}:\n{text}{}", fc.display(), differ.join("\n")));
+        }
         if mismatched > 0 {
             let listing: Vec<String> = examples.iter().map(ToString::to_string).collect();
             failures.push(format!("{}:\n{text}{}", fc.display(), listing.join("\n")));

@@ -237,6 +237,26 @@ struct VanishingLookup {
 }
 
 impl LabelLookup for VanishingLookup {
+    /// The directory's key: every entry is looked up by its full key.
+    type Directory<'a> = Vec<u8>;
+
+    fn directory(&self, path: &[u8]) -> Vec<u8> {
+        path.to_vec()
+    }
+
+    fn subdirectory(&self, parent: &Vec<u8>, name: &[u8]) -> Vec<u8> {
+        let mut path = parent.clone();
+        if path != b"/" {
+            path.push(b'/');
+        }
+        path.extend_from_slice(name);
+        path
+    }
+
+    fn entry_label<'a>(&'a self, directory: &Vec<u8>, name: &[u8], kind: FileKind) -> Option<&'a str> {
+        self.expected_label(&self.subdirectory(directory, name), kind)
+    }
+
     fn expected_label(&self, path: &[u8], kind: FileKind) -> Option<&str> {
         if path.starts_with(&self.lookup_prefix) && !self.fired.swap(true, Ordering::SeqCst) {
             let this = path.rsplit(|&b| b == b'/').next().expect("name");

@@ -19,6 +19,7 @@
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::sync::OnceLock;
 
 use regex_automata::meta::Regex;
 use regex_automata::nfa::thompson::WhichCaptures;
@@ -26,6 +27,7 @@ use regex_automata::util::syntax;
 use regex_automata::{Anchored, Input, MatchKind, PatternSet};
 
 use super::dialect::Translation;
+use super::directory::SpecDfa;
 use super::subs::Substitutions;
 use super::FileKind;
 
@@ -50,10 +52,14 @@ struct CompiledSpec {
 
 /// Specs compiled into one automaton, in increasing priority.
 #[derive(Debug)]
-struct Group {
+pub(super) struct Group {
     automaton: Regex,
     /// Pattern index → spec index, increasing.
-    spec_index: Vec<u32>,
+    pub(super) spec_index: Vec<u32>,
+    /// The patterns, for the per-spec DFAs of [`super::directory`].
+    patterns: Box<[String]>,
+    /// One DFA per pattern, built on first use; `None` if one is too large.
+    dfas: OnceLock<Option<Box<[SpecDfa]>>>,
 }
 
 /// A fast hash for the tables below: their keys come from the specs, so a
@@ -95,11 +101,11 @@ type Table<V> = HashMap<Box<[u8]>, V, FastHash>;
 /// Regex groups keyed by a directory prefix (ending in `/`) that every key
 /// their specs can match starts with.
 #[derive(Debug, Default)]
-struct PrefixGroups {
+pub(super) struct PrefixGroups {
     /// Patterns here have the prefix removed: they run anchored right after it.
     by_prefix: Table<Group>,
     /// Specs without such a prefix (top-level `|`, leading `.*`, relative...).
-    unprefixed: Option<Group>,
+    pub(super) unprefixed: Option<Group>,
     longest_prefix: usize,
 }
 
@@ -110,12 +116,12 @@ pub(crate) struct Matcher {
     /// `^L$` specs by `L`, indices increasing.
     literals: Table<Vec<u32>>,
     /// Automata for "exact" specs that are not plain literals (`/a\d`).
-    exact_groups: PrefixGroups,
-    regex_groups: PrefixGroups,
+    pub(super) exact_groups: PrefixGroups,
+    pub(super) regex_groups: PrefixGroups,
     /// Every index at or above this is an "exact" spec.
-    first_exact: u32,
-    local_subs: Substitutions,
-    dist_subs: Substitutions,
+    pub(super) first_exact: u32,
+    pub(super) local_subs: Substitutions,
+    pub(super) dist_subs: Substitutions,
 }
 
 /// Why an automaton could not be built (size limits: every pattern was
@@ -138,6 +144,8 @@ fn build_group(patterns: &[String], spec_index: Vec<u32>) -> Result<Group, Build
     Ok(Group {
         automaton,
         spec_index,
+        patterns: patterns.into(),
+        dfas: OnceLock::new(),
     })
 }
 
@@ -168,6 +176,14 @@ impl PrefixGroups {
         Ok(groups)
     }
 
+    /// The group of keys below `directory` (which ends in `/`).
+    pub(super) fn at(&self, directory: &[u8]) -> Option<&Group> {
+        if directory.len() > self.longest_prefix {
+            return None;
+        }
+        self.by_prefix.get(directory)
+    }
+
     /// Highest-priority spec of these groups that matches `key` and passes
     /// `accept`.
     fn best(&self, key: &[u8], accept: impl Fn(u32) -> bool) -> Option<u32> {
@@ -191,7 +207,18 @@ impl PrefixGroups {
 }
 
 impl Group {
-    fn best(&self, input: Input<'_>, accept: &impl Fn(u32) -> bool) -> Option<u32> {
+    /// One DFA per pattern (same order), or `None` when some pattern's DFA
+    /// would exceed the size limits.
+    pub(super) fn spec_dfas(&self) -> Option<&[SpecDfa]> {
+        self.dfas
+            .get_or_init(|| {
+                let patterns = self.patterns.iter();
+                patterns.map(|pattern| SpecDfa::build(pattern)).collect()
+            })
+            .as_deref()
+    }
+
+    pub(super) fn best(&self, input: Input<'_>, accept: &impl Fn(u32) -> bool) -> Option<u32> {
         MATCHED.with(|sets| {
             let mut sets = sets.borrow_mut();
             // A set sized to this group (next power of two) keeps the scan
@@ -278,8 +305,46 @@ impl Matcher {
         self.specs.len()
     }
 
+    /// Whether spec `index` applies to a key of stem `key_stem` looked up
+    /// with `mode` (libselinux's per-spec stem and type filters).
+    pub(super) fn accepts(&self, index: u32, mode: u32, key_stem: Option<u32>) -> bool {
+        let spec = &self.specs[index as usize];
+        (mode == 0 || spec.mode == 0 || spec.mode == mode)
+            && (spec.stem.is_none() || spec.stem == key_stem)
+    }
+
+    /// Whether spec `index` has a stem filter that rejects `key_stem`.
+    pub(super) fn stem_rejects(&self, index: u32, key_stem: Option<u32>) -> bool {
+        let stem = self.specs[index as usize].stem;
+        stem.is_some() && stem != key_stem
+    }
+
+    /// The stem id of keys that start with `key` (an absolute key that is
+    /// not `/`) followed by `/`.
+    pub(super) fn stem_below(&self, key: &[u8]) -> Option<u32> {
+        let end = key.iter().skip(1).position(|&byte| byte == b'/').map_or(key.len(), |at| at + 1);
+        self.stems.get(&key[..end]).copied()
+    }
+
+    /// Best `^L$` spec for `key` (or `key` without one final newline).
+    pub(super) fn literal_best(&self, key: &[u8], accept: impl Fn(u32) -> bool) -> Option<u32> {
+        let without_newline = key.strip_suffix(b"\n");
+        [Some(key), without_newline]
+            .into_iter()
+            .flatten()
+            .filter_map(|literal| self.literals.get(literal))
+            .filter_map(|indices| indices.iter().rev().copied().find(|&index| accept(index)))
+            .max()
+    }
+
+    /// The context of a winning spec; `None` for `<<none>>`.
+    pub(super) fn context_of(&self, index: u32) -> Option<&str> {
+        let spec = &self.specs[index as usize];
+        (&*spec.context != NO_LABEL).then_some(&*spec.context)
+    }
+
     /// Index of the winning spec, before `<<none>>` is interpreted.
-    fn winner(&self, path: &[u8], kind: FileKind) -> Option<u32> {
+    pub(super) fn winner(&self, path: &[u8], kind: FileKind) -> Option<u32> {
         // The key is a C string for libselinux.
         let path = match path.iter().position(|&byte| byte == 0) {
             Some(nul) => &path[..nul],
@@ -294,20 +359,10 @@ impl Matcher {
 
         let mode = kind.selabel_mode();
         let key_stem = stem_of_key(key).and_then(|stem| self.stems.get(stem).copied());
-        let accept = |index: u32| {
-            let spec = &self.specs[index as usize];
-            (mode == 0 || spec.mode == 0 || spec.mode == mode)
-                && (spec.stem.is_none() || spec.stem == key_stem)
-        };
+        let accept = |index: u32| self.accepts(index, mode, key_stem);
 
         // `^L$` also matches `L` followed by one final newline.
-        let without_newline = key.strip_suffix(b"\n");
-        let literal_best = [Some(key), without_newline]
-            .into_iter()
-            .flatten()
-            .filter_map(|literal| self.literals.get(literal))
-            .filter_map(|indices| indices.iter().rev().copied().find(|&index| accept(index)))
-            .max();
+        let literal_best = self.literal_best(key, accept);
 
         let exact_best = literal_best.max(self.exact_groups.best(key, accept));
         if exact_best.is_some_and(|index| index >= self.first_exact) {
@@ -318,13 +373,12 @@ impl Matcher {
     }
 
     pub(crate) fn lookup(&self, path: &[u8], kind: FileKind) -> Option<&str> {
-        let spec = &self.specs[self.winner(path, kind)? as usize];
-        (&*spec.context != NO_LABEL).then_some(&*spec.context)
+        self.context_of(self.winner(path, kind)?)
     }
 
     /// `selabel_sub_key`: at most one local substitution, then at most one
     /// distribution substitution of the result.
-    fn substitute(&self, key: &[u8]) -> Option<Vec<u8>> {
+    pub(super) fn substitute(&self, key: &[u8]) -> Option<Vec<u8>> {
         if self.local_subs.is_empty() && self.dist_subs.is_empty() {
             return None;
         }
@@ -337,7 +391,7 @@ impl Matcher {
 
 /// libselinux's key clean-up: runs of `/` collapse to one, then one trailing
 /// `/` is dropped (not from `/` itself). No `.`/`..` resolution.
-fn normalise(path: &[u8]) -> Cow<'_, [u8]> {
+pub(super) fn normalise(path: &[u8]) -> Cow<'_, [u8]> {
     let has_double_slash = path.windows(2).any(|pair| pair == b"//");
     let has_trailing_slash = path.len() > 1 && path.last() == Some(&b'/');
     if !has_double_slash && !has_trailing_slash {

@@ -39,6 +39,7 @@
 //! there) has no label here.
 
 mod dialect;
+mod directory;
 mod matcher;
 mod source;
 mod subs;
@@ -47,6 +48,7 @@ use std::ffi::OsString;
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 
+pub use directory::Directory;
 use matcher::{Matcher, PreparedSpec};
 use source::RawSpec;
 
@@ -217,6 +219,14 @@ impl FileContexts {
     /// never resolved (`.`/`..` stay), relative keys allowed.
     pub fn lookup(&self, path: &[u8], kind: FileKind) -> Option<&str> {
         self.matcher.lookup(path, kind)
+    }
+
+    /// Lookups for the entries of the directory `key` (a key as for
+    /// [`Self::lookup`]), sharing the work on the directory's key: the way a
+    /// tree walk should look up. `directory(d).lookup(name, kind)` always
+    /// equals `lookup(d/name, kind)`.
+    pub fn directory(&self, key: &[u8]) -> Directory<'_> {
+        Directory::new(&self.matcher, key)
     }
 
     /// Number of specs loaded (all files together).

@@ -5,7 +5,7 @@
 //! the first alias that matches at a whole-component boundary wins, and a key
 //! is rewritten at most once per list, local list first, then distribution.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::source::is_c_space;
 use super::LoadError;
@@ -117,6 +117,8 @@ pub(crate) struct Substitutions {
     /// Alias → position of its first trial.
     first_trial: HashMap<Box<[u8]>, usize>,
     longest_alias: usize,
+    /// Every proper prefix of every alias.
+    alias_prefixes: HashSet<Box<[u8]>>,
 }
 
 impl Substitutions {
@@ -126,11 +128,22 @@ impl Substitutions {
             first_trial.entry(entry.alias.as_slice().into()).or_insert(position);
         }
         let longest_alias = entries.iter().map(|entry| entry.alias.len()).max().unwrap_or(0);
+        let alias_prefixes = entries
+            .iter()
+            .flat_map(|entry| (1..entry.alias.len()).map(|end| entry.alias[..end].into()))
+            .collect();
         Self {
             entries,
             first_trial,
             longest_alias,
+            alias_prefixes,
         }
+    }
+
+    /// Whether some alias starts with `key` and is longer: only then can
+    /// `key/NAME` be rewritten other than as `key` is.
+    pub(crate) fn has_alias_below(&self, key: &[u8]) -> bool {
+        self.alias_prefixes.contains(key)
     }
 
     pub(crate) fn is_empty(&self) -> bool {

@@ -74,13 +74,55 @@ pub const XATTR_NAME: &str = "security.selinux";
 /// Where expected labels come from. Implemented by
 /// [`crate::fcontext::FileContexts`]; `None` means "no label" (no matching
 /// spec, or `<<none>>`): the object is left alone.
+///
+/// Paths are lookup keys (below the alternate root). The walker asks about
+/// an operand by its key and about everything else as an entry of its
+/// directory, so an implementation can share the work on the directory's key
+/// among its entries; `entry_label(directory(d), name)` must equal
+/// `expected_label(d/name)`.
 pub trait LabelLookup: Sync {
+    /// What the lookups of one directory's entries share.
+    type Directory<'a>: Send + Sync
+    where
+        Self: 'a;
+
     fn expected_label(&self, path: &[u8], kind: FileKind) -> Option<&str>;
+
+    fn directory(&self, path: &[u8]) -> Self::Directory<'_>;
+
+    /// The directory `name` inside `parent`.
+    fn subdirectory<'a>(&'a self, parent: &Self::Directory<'a>, name: &[u8]) -> Self::Directory<'a>;
+
+    fn entry_label<'a>(
+        &'a self,
+        directory: &Self::Directory<'a>,
+        name: &[u8],
+        kind: FileKind,
+    ) -> Option<&'a str>;
 }
 
 impl LabelLookup for crate::fcontext::FileContexts {
+    type Directory<'a> = crate::fcontext::Directory<'a>;
+
     fn expected_label(&self, path: &[u8], kind: FileKind) -> Option<&str> {
         self.lookup(path, kind)
+    }
+
+    fn directory(&self, path: &[u8]) -> Self::Directory<'_> {
+        crate::fcontext::FileContexts::directory(self, path)
+    }
+
+    fn subdirectory<'a>(&'a self, parent: &Self::Directory<'a>, name: &[u8]) -> Self::Directory<'a> {
+        parent.subdirectory(name)
+    }
+
+    fn entry_label<'a>(
+        &'a self,
+        directory: &Self::Directory<'a>,
+        name: &[u8],
+        kind: FileKind,
+    ) -> Option<&'a str> {
+        directory.lookup(name, kind)
     }
 }
 

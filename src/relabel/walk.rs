@@ -140,6 +140,12 @@ fn canonical_root(root: &Path) -> Result<Vec<u8>, RelabelError> {
             path: root.as_os_str().as_bytes().to_vec(),
             source,
         })?;
+    if !real.is_dir() {
+        return Err(RelabelError::Operand {
+            path: root.as_os_str().as_bytes().to_vec(),
+            source: io::Error::from(io::ErrorKind::NotADirectory),
+        });
+    }
     let real = real.into_os_string().into_vec();
     // `/` as the alternate root strips nothing.
     Ok(if real == b"/" { Vec::new() } else { real })
@@ -180,21 +186,25 @@ fn is_at_or_below(path: &[u8], ancestor: &[u8]) -> bool {
 }
 
 /// An open directory whose entries are being, or will be, visited.
-struct OpenDir {
+struct OpenDir<D> {
     fd: OwnedFd,
     path: Box<[u8]>,
     /// The device objects below must be on (unless crossing mounts).
     device: u64,
     /// Some exclude lies strictly below this directory.
     excludes_below: bool,
+    /// What the label lookups of its entries share.
+    labels: D,
 }
 
 /// A subdirectory still to visit. Holding the parent keeps its fd open until
 /// every child has been opened.
-struct DirJob {
-    parent: Arc<OpenDir>,
+struct DirJob<D> {
+    parent: Arc<OpenDir<D>>,
     name: CString,
 }
+
+type Dir<'a, L> = OpenDir<<L as LabelLookup>::Directory<'a>>;
 
 /// The xattr handle of an object.
 #[derive(Clone, Copy)]
@@ -360,7 +370,13 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
         } else if FileType::from_raw_mode(stat.st_mode) == FileType::Directory {
             let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
             match rfs::openat(CWD, path.as_slice(), flags, Mode::empty()) {
-                Ok(fd) => self.enter_dir(scope, fd, path, None, &mut tally),
+                Ok(fd) => {
+                    let key = self.lookup_path(&path);
+                    let expected = self.labels.expected_label(key, FileKind::Dir);
+                    let labels = self.labels.directory(key);
+                    let entered = Entered { fd, path, device: None, expected, labels };
+                    self.enter_dir(scope, entered, &mut tally);
+                }
                 Err(errno) => self.fail(&path, Operation::Open, errno, &mut tally),
             }
         } else {
@@ -392,6 +408,9 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
             path: parent_path.into(),
             device: stat.st_dev,
             excludes_below: false,
+            // The operand is strictly below the alternate root (which is a
+            // directory), so its parent is at or below it.
+            labels: self.labels.directory(self.lookup_path(parent_path)),
         });
         if FileType::from_raw_mode(stat.st_mode) == FileType::RegularFile {
             self.visit_file(scope, &parent, &name, &path, tally);
@@ -400,16 +419,23 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
         }
     }
 
-    fn visit_dir<'s>(&'s self, scope: &rayon::Scope<'s>, job: DirJob) {
+    fn visit_dir<'s>(&'s self, scope: &rayon::Scope<'s>, job: DirJob<L::Directory<'a>>) {
         let mut tally = Tally::default();
         let DirJob { parent, name } = job;
         let path = join(&parent.path, name.as_bytes());
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         match rfs::openat(&parent.fd, name.as_c_str(), flags, Mode::empty()) {
             Ok(fd) => {
-                let device = parent.device;
+                let name = name.as_bytes();
+                let entered = Entered {
+                    fd,
+                    path,
+                    device: Some(parent.device),
+                    expected: self.labels.entry_label(&parent.labels, name, FileKind::Dir),
+                    labels: self.labels.subdirectory(&parent.labels, name),
+                };
                 drop(parent);
-                self.enter_dir(scope, fd, path, Some(device), &mut tally);
+                self.enter_dir(scope, entered, &mut tally);
             }
             Err(Errno::NOENT) => tally.vanished += 1,
             // Replaced by a non-directory since it was listed.
@@ -427,16 +453,14 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
         self.finish(tally);
     }
 
-    /// Labels an opened directory and lists it. `device` is the filesystem
-    /// the walk is on (`None` for an operand, which defines it).
+    /// Labels an opened directory and lists it.
     fn enter_dir<'s>(
         &'s self,
         scope: &rayon::Scope<'s>,
-        fd: OwnedFd,
-        path: Vec<u8>,
-        device: Option<u64>,
+        entered: Entered<'a, L>,
         tally: &mut Tally,
     ) {
+        let Entered { fd, path, device, expected, labels } = entered;
         let stat = match rfs::fstat(&fd) {
             Ok(stat) => stat,
             Err(errno) => return self.fail(&path, Operation::Stat, errno, tally),
@@ -445,7 +469,8 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
             tally.mounts_skipped += 1;
             return;
         }
-        if self.label(Target::Fd(fd.as_fd()), &path, &stat, tally) == Descend::No {
+        let target = Target::Fd(fd.as_fd());
+        if self.label(target, &path, &stat, |_| expected, tally) == Descend::No {
             return;
         }
         let excludes_below = self
@@ -457,11 +482,12 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
             path: path.into_boxed_slice(),
             device: stat.st_dev,
             excludes_below,
+            labels,
         });
         self.list(scope, &dir, tally);
     }
 
-    fn list<'s>(&'s self, scope: &rayon::Scope<'s>, dir: &Arc<OpenDir>, tally: &mut Tally) {
+    fn list<'s>(&'s self, scope: &rayon::Scope<'s>, dir: &Arc<Dir<'a, L>>, tally: &mut Tally) {
         let mut buffer = Vec::with_capacity(DIRENT_BUFFER);
         let mut entries = RawDir::new(dir.fd.as_fd(), buffer.spare_capacity_mut());
         let mut child = dir.path.to_vec();
@@ -492,7 +518,7 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
         }
     }
 
-    fn spawn_dir<'s>(&'s self, scope: &rayon::Scope<'s>, parent: &Arc<OpenDir>, name: &CStr) {
+    fn spawn_dir<'s>(&'s self, scope: &rayon::Scope<'s>, parent: &Arc<Dir<'a, L>>, name: &CStr) {
         let job = DirJob {
             parent: Arc::clone(parent),
             name: name.to_owned(),
@@ -505,7 +531,7 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
     fn visit_file<'s>(
         &'s self,
         scope: &rayon::Scope<'s>,
-        dir: &Arc<OpenDir>,
+        dir: &Arc<Dir<'a, L>>,
         name: &CStr,
         path: &[u8],
         tally: &mut Tally,
@@ -528,7 +554,8 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
             FileType::Directory => self.spawn_dir(scope, dir, name),
             _ if self.leaves_filesystem(Some(dir.device), &stat) => tally.mounts_skipped += 1,
             _ => {
-                self.label(Target::Fd(fd.as_fd()), path, &stat, tally);
+                let expected = |kind| self.labels.entry_label(&dir.labels, name.to_bytes(), kind);
+                self.label(Target::Fd(fd.as_fd()), path, &stat, expected, tally);
             }
         }
     }
@@ -538,7 +565,7 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
     fn visit_other<'s>(
         &'s self,
         scope: &rayon::Scope<'s>,
-        dir: &Arc<OpenDir>,
+        dir: &Arc<Dir<'a, L>>,
         name: &CStr,
         path: &[u8],
         tally: &mut Tally,
@@ -551,27 +578,29 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
             FileType::Directory => self.spawn_dir(scope, dir, name),
             _ if self.leaves_filesystem(Some(dir.device), &stat) => tally.mounts_skipped += 1,
             _ => {
-                self.label(Target::OPath(fd.as_fd()), path, &stat, tally);
+                let expected = |kind| self.labels.entry_label(&dir.labels, name.to_bytes(), kind);
+                self.label(Target::OPath(fd.as_fd()), path, &stat, expected, tally);
             }
         }
     }
 
     /// Labels a directory that cannot be opened for reading, without
     /// visiting its contents.
-    fn label_unlistable_dir(&self, dir: &OpenDir, name: &CStr, path: &[u8], tally: &mut Tally) {
+    fn label_unlistable_dir(&self, dir: &Dir<'a, L>, name: &CStr, path: &[u8], tally: &mut Tally) {
         let Some((fd, stat)) = self.open_path(dir, name, path, tally) else {
             return;
         };
         if self.leaves_filesystem(Some(dir.device), &stat) {
             tally.mounts_skipped += 1;
         } else {
-            self.label(Target::OPath(fd.as_fd()), path, &stat, tally);
+            let expected = |kind| self.labels.entry_label(&dir.labels, name.to_bytes(), kind);
+            self.label(Target::OPath(fd.as_fd()), path, &stat, expected, tally);
         }
     }
 
     fn open_path(
         &self,
-        dir: &OpenDir,
+        dir: &Dir<'a, L>,
         name: &CStr,
         path: &[u8],
         tally: &mut Tally,
@@ -607,11 +636,19 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
         }
     }
 
-    /// Looks up, compares and (maybe) writes the label of one object.
-    fn label(&self, target: Target<'_>, path: &[u8], stat: &Stat, tally: &mut Tally) -> Descend {
+    /// Looks up (with `expected`, given the object's kind), compares and
+    /// (maybe) writes the label of one object.
+    fn label(
+        &self,
+        target: Target<'_>,
+        path: &[u8],
+        stat: &Stat,
+        expected: impl FnOnce(FileKind) -> Option<&'a str>,
+        tally: &mut Tally,
+    ) -> Descend {
         tally.examined += 1;
         let kind = file_kind(FileType::from_raw_mode(stat.st_mode));
-        let Some(expected) = self.labels.expected_label(self.lookup_path(path), kind) else {
+        let Some(expected) = expected(kind) else {
             tally.no_label += 1;
             return Descend::Yes;
         };
@@ -687,6 +724,16 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
             self.observer.progress(tally.examined);
         }
     }
+}
+
+/// A directory opened for the walk, before its own label is checked.
+struct Entered<'a, L: LabelLookup + ?Sized + 'a> {
+    fd: OwnedFd,
+    path: Vec<u8>,
+    /// The filesystem the walk is on (`None` for an operand, which defines it).
+    device: Option<u64>,
+    expected: Option<&'a str>,
+    labels: L::Directory<'a>,
 }
 
 fn join(parent: &[u8], name: &[u8]) -> Vec<u8> {

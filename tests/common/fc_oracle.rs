@@ -237,6 +237,7 @@ pub fn assert_agrees_with_libselinux(fc: &Path, keys: &[Vec<u8>]) {
     LibSelinux::open(fc).unwrap_or_else(|error| panic!("{error}"));
     let (compared, mismatched, examples) = compare(fc, &contexts, keys, &FileKind::ALL, 20);
     assert!(compared > 0, "nothing compared");
+    assert_directory_lookups_agree(&contexts, keys, &fc.display().to_string());
     if mismatched > 0 {
         let listing: Vec<String> = examples.iter().map(ToString::to_string).collect();
         panic!(
@@ -323,4 +324,82 @@ pub fn keys_for(fc_text: &str) -> Vec<Vec<u8>> {
     keys.sort();
     keys.dedup();
     keys
+}
+
+/// Checks [`FileContexts::directory`] against plain lookups the way a tree
+/// walk uses it: the keys' components form a tree, each directory is reached
+/// from `/` by `subdirectory` (and also built directly from its key), and
+/// every entry is looked up in every mode both ways. Returns the number of
+/// comparisons and up to `keep` mismatches, described.
+pub fn directory_mismatches(
+    contexts: &FileContexts,
+    keys: &[Vec<u8>],
+    keep: usize,
+) -> (usize, usize, Vec<String>) {
+    #[derive(Default)]
+    struct Node {
+        children: std::collections::BTreeMap<Vec<u8>, Node>,
+    }
+    let mut root = Node::default();
+    for key in keys.iter().filter(|key| key.starts_with(b"/")) {
+        let mut node = &mut root;
+        for name in key.split(|&byte| byte == b'/').filter(|name| !name.is_empty()) {
+            node = node.children.entry(name.to_vec()).or_default();
+        }
+    }
+    struct Walk<'c> {
+        contexts: &'c FileContexts,
+        compared: usize,
+        mismatched: usize,
+        kept: Vec<String>,
+        keep: usize,
+    }
+    impl Walk<'_> {
+        fn visit(&mut self, directory: &semanifest::fcontext::Directory<'_>, key: &[u8], node: &Node) {
+            let scratch = self.contexts.directory(key);
+            for (name, child) in &node.children {
+                let mut full = key.to_vec();
+                if key != b"/" {
+                    full.push(b'/');
+                }
+                full.extend_from_slice(name);
+                for kind in FileKind::ALL {
+                    let expected = self.contexts.lookup(&full, kind);
+                    for (how, got) in [
+                        ("subdirectory chain", directory.lookup(name, kind)),
+                        ("directory(key)", scratch.lookup(name, kind)),
+                    ] {
+                        self.compared += 1;
+                        if got != expected {
+                            self.mismatched += 1;
+                            if self.kept.len() < self.keep {
+                                self.kept.push(format!(
+                                    "{} {kind:?} via {how}: directory says {got:?}, lookup says {expected:?}",
+                                    escape(&full)
+                                ));
+                            }
+                        }
+                    }
+                }
+                if !child.children.is_empty() {
+                    self.visit(&directory.subdirectory(name), &full, child);
+                }
+            }
+        }
+    }
+    let mut walk = Walk { contexts, compared: 0, mismatched: 0, kept: Vec::new(), keep };
+    walk.visit(&contexts.directory(b"/"), b"/", &root);
+    (walk.compared, walk.mismatched, walk.kept)
+}
+
+/// Panics unless [`directory_mismatches`] finds none.
+pub fn assert_directory_lookups_agree(contexts: &FileContexts, keys: &[Vec<u8>], origin: &str) {
+    let (compared, mismatched, examples) = directory_mismatches(contexts, keys, 20);
+    assert!(compared > 0 || keys.iter().all(|key| !key.starts_with(b"/")), "nothing compared");
+    if mismatched > 0 {
+        panic!(
+            "{mismatched} of {compared} directory lookups differ from plain lookups on {origin}:\n{}",
+            examples.join("\n")
+        );
+    }
 }

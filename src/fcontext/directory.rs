@@ -1,0 +1,389 @@
+//! Lookups for the entries of one directory, sharing the work done on the
+//! directory's own key: a walker asks about thousands of siblings whose keys
+//! differ only in their last component.
+//!
+//! A [`Directory`] keeps, for every regex spec that can still match a key
+//! below it, the state of that spec's DFA after `DIR/`. Looking up an entry
+//! then costs a few DFA steps over its name for the surviving specs, tried
+//! from the highest priority down, instead of multi-pattern searches over the
+//! whole path. A spec whose DFA died on `DIR/` is dropped; one that already
+//! matched (a top-level `|` lets a match end early) matches every entry; one
+//! whose state loops on every name byte and accepts at the end (the tail of
+//! `(/.*)?`) matches every entry without a step. A subdirectory advances its
+//! parent's states by `NAME/`.
+//!
+//! Exactness: an entry's answer is the one [`Matcher::winner`] gives for its
+//! full key, with the same candidates, order and filters; tests compare the
+//! two, and libselinux, on generated trees. Where the shortcut would need more
+//! reasoning than it is worth, the directory falls back to full lookups: a
+//! substitution alias lies below the directory (so entries may be rewritten
+//! differently from the directory), the directory's key is or becomes `/`
+//! while substitutions exist, or is not a plain absolute key. A spec group
+//! whose DFAs would be too large is run whole on each entry's full key.
+
+use std::cell::RefCell;
+
+use regex_automata::dfa::{dense, Automaton, StartKind};
+use regex_automata::nfa::thompson::{self, WhichCaptures};
+use regex_automata::util::primitives::StateID;
+use regex_automata::util::syntax;
+use regex_automata::{Anchored, Input, MatchKind};
+
+use super::matcher::{normalise, Group, Matcher, PrefixGroups};
+use super::FileKind;
+
+/// Size limits for one spec's DFA. Specs are path patterns: real ones need a
+/// few KiB. A spec over the limit makes its group run whole instead.
+const DFA_SIZE_LIMIT: usize = 1 << 20;
+
+/// One spec's pattern as a DFA that can be stepped byte by byte.
+#[derive(Debug)]
+pub(super) struct SpecDfa(dense::DFA<Vec<u32>>);
+
+impl SpecDfa {
+    /// Same syntax and semantics as the group automata of the matcher.
+    pub(super) fn build(pattern: &str) -> Option<Self> {
+        dense::Builder::new()
+            .syntax(syntax::Config::new().unicode(false).utf8(false))
+            .thompson(thompson::Config::new().utf8(false).which_captures(WhichCaptures::None))
+            .configure(
+                dense::Config::new()
+                    .match_kind(MatchKind::All)
+                    .start_kind(StartKind::Both)
+                    .dfa_size_limit(Some(DFA_SIZE_LIMIT))
+                    .determinize_size_limit(Some(DFA_SIZE_LIMIT)),
+            )
+            .build(pattern)
+            .ok()
+            .map(SpecDfa)
+    }
+
+    /// State before the first byte of `haystack[at..]`, with `haystack[..at]`
+    /// visible to look-behind assertions, as the matcher runs its groups.
+    fn start(&self, haystack: &[u8], at: usize, anchored: Anchored) -> Option<StateID> {
+        let input = Input::new(haystack).range(at..).anchored(anchored);
+        self.0.start_state_forward(&input).ok()
+    }
+
+    /// Steps over `bytes`.
+    fn feed(&self, progress: Progress, bytes: &[u8]) -> Option<Progress> {
+        let Progress::Stepping(mut state) = progress else {
+            // A match already seen stays seen; a universal state has to be
+            // stepped (the bytes may include `/`).
+            return match progress {
+                Progress::Universal(state) => self.feed(Progress::Stepping(state), bytes),
+                matched => Some(matched),
+            };
+        };
+        for &byte in bytes {
+            state = self.0.next_state(state, byte);
+            // Matches are reported one byte late: this one ended before `byte`.
+            if self.0.is_match_state(state) {
+                return Some(Progress::Matched);
+            }
+            if self.0.is_dead_state(state) {
+                return None;
+            }
+        }
+        Some(self.classify(state))
+    }
+
+    /// Whether a name (no `/`, no NUL) fed from `state` ends in a match.
+    fn matches_name(&self, progress: Progress, name: &[u8]) -> bool {
+        let mut state = match progress {
+            Progress::Matched | Progress::Universal(_) => return true,
+            Progress::Stepping(state) => state,
+        };
+        for &byte in name {
+            state = self.0.next_state(state, byte);
+            if self.0.is_match_state(state) {
+                return true;
+            }
+            if self.0.is_dead_state(state) {
+                return false;
+            }
+        }
+        self.0.is_match_state(self.0.next_eoi_state(state))
+    }
+
+    /// `Universal` when every name byte loops on `state` and the end of the
+    /// key accepts: every entry matches.
+    fn classify(&self, state: StateID) -> Progress {
+        let accepts_at_end = self.0.is_match_state(self.0.next_eoi_state(state));
+        let loops = || {
+            (1..=u8::MAX)
+                .filter(|&byte| byte != b'/')
+                .all(|byte| self.0.next_state(state, byte) == state)
+        };
+        if accepts_at_end && loops() {
+            Progress::Universal(state)
+        } else {
+            Progress::Stepping(state)
+        }
+    }
+}
+
+/// Where a spec's DFA stands after the directory's key and `/`.
+#[derive(Clone, Copy, Debug)]
+enum Progress {
+    Stepping(StateID),
+    /// Every name fed from here matches.
+    Universal(StateID),
+    /// A match has ended already: every longer key matches too.
+    Matched,
+}
+
+#[derive(Clone, Debug)]
+struct Candidate<'m> {
+    spec: u32,
+    dfa: &'m SpecDfa,
+    progress: Progress,
+}
+
+/// A group run whole on each entry's key, as [`Matcher::winner`] runs it.
+#[derive(Clone, Copy, Debug)]
+struct WholeGroup<'m> {
+    group: &'m Group,
+    /// Where its patterns start (right after their prefix); `None` for the
+    /// unprefixed group, which is searched unanchored from the start.
+    start: Option<usize>,
+}
+
+impl WholeGroup<'_> {
+    fn best(&self, key: &[u8], accept: &impl Fn(u32) -> bool) -> Option<u32> {
+        let input = match self.start {
+            Some(start) => Input::new(key).range(start..).anchored(Anchored::Yes),
+            None => Input::new(key),
+        };
+        self.group.best(input, accept)
+    }
+}
+
+/// Candidates of one spec class (exact or regex), highest priority first.
+#[derive(Clone, Debug, Default)]
+struct Class<'m> {
+    candidates: Vec<Candidate<'m>>,
+    whole: Vec<WholeGroup<'m>>,
+}
+
+impl<'m> Class<'m> {
+    /// Adds the specs of `group`, whose patterns start right after
+    /// `haystack[..at]` (`at == 0`: the unprefixed group, unanchored).
+    fn add_group(&mut self, group: &'m Group, haystack: &[u8], at: usize) {
+        let anchored = if at == 0 { Anchored::No } else { Anchored::Yes };
+        let started = group.spec_dfas().and_then(|dfas| {
+            let pairs = dfas.iter().zip(&group.spec_index);
+            pairs
+                .map(|(dfa, &spec)| {
+                    let state = dfa.start(haystack, at, anchored)?;
+                    Some(Candidate { spec, dfa, progress: Progress::Stepping(state) })
+                })
+                .collect::<Option<Vec<_>>>()
+        });
+        match started {
+            Some(candidates) => self.candidates.extend(candidates),
+            None => self.whole.push(WholeGroup { group, start: (at != 0).then_some(at) }),
+        }
+    }
+
+    fn advance(&self, bytes: &[u8]) -> Self {
+        let candidates = self.candidates.iter().filter_map(|candidate| {
+            let progress = candidate.dfa.feed(candidate.progress, bytes)?;
+            Some(Candidate { progress, ..*candidate })
+        });
+        Class { candidates: candidates.collect(), whole: self.whole.clone() }
+    }
+
+    fn finish(&mut self, matcher: &Matcher, child_stem: Option<u32>, prune_stems: bool) {
+        if prune_stems {
+            self.candidates.retain(|candidate| !matcher.stem_rejects(candidate.spec, child_stem));
+        }
+        self.candidates.sort_unstable_by_key(|candidate| std::cmp::Reverse(candidate.spec));
+    }
+
+    fn best(&self, key: &[u8], name: &[u8], accept: &impl Fn(u32) -> bool) -> Option<u32> {
+        let stepped = self.candidates.iter().find(|candidate| {
+            accept(candidate.spec) && candidate.dfa.matches_name(candidate.progress, name)
+        });
+        let whole = self.whole.iter().filter_map(|group| group.best(key, accept)).max();
+        stepped.map(|candidate| candidate.spec).max(whole)
+    }
+}
+
+/// The matcher's state after a directory's (substituted) key.
+#[derive(Clone, Debug)]
+struct Tracked<'m> {
+    /// Substituted key of the directory; entries are `key/NAME`.
+    key: Box<[u8]>,
+    /// Stem id of every entry's key.
+    child_stem: Option<u32>,
+    exact: Class<'m>,
+    regex: Class<'m>,
+}
+
+impl<'m> Tracked<'m> {
+    /// State for the entries of `/`.
+    fn root(matcher: &'m Matcher) -> Self {
+        let mut tracked = Tracked {
+            key: Box::from(&b"/"[..]),
+            child_stem: None,
+            exact: Class::default(),
+            regex: Class::default(),
+        };
+        for (groups, class) in [
+            (&matcher.exact_groups, &mut tracked.exact),
+            (&matcher.regex_groups, &mut tracked.regex),
+        ] {
+            if let Some(group) = &groups.unprefixed {
+                class.add_group(group, b"", 0);
+            }
+            *class = class.advance(b"/");
+            if let Some(group) = groups.at(b"/") {
+                class.add_group(group, b"/", 1);
+            }
+            class.finish(matcher, None, false);
+        }
+        tracked
+    }
+
+    /// State for the entries of `self.key/name`.
+    fn advance(&self, matcher: &'m Matcher, name: &[u8]) -> Self {
+        let key = join(&self.key, name);
+        let mut prefix = Vec::with_capacity(key.len() + 1);
+        prefix.extend_from_slice(&key);
+        prefix.push(b'/');
+        let child_stem = matcher.stem_below(&key);
+        let mut step = Vec::with_capacity(name.len() + 1);
+        step.extend_from_slice(name);
+        step.push(b'/');
+        let advance_class = |class: &Class<'m>, groups: &'m PrefixGroups| {
+            let mut next = class.advance(&step);
+            if let Some(group) = groups.at(&prefix) {
+                next.add_group(group, &prefix, prefix.len());
+            }
+            next.finish(matcher, child_stem, true);
+            next
+        };
+        Tracked {
+            exact: advance_class(&self.exact, &matcher.exact_groups),
+            regex: advance_class(&self.regex, &matcher.regex_groups),
+            key: key.into(),
+            child_stem,
+        }
+    }
+
+    fn winner(&self, matcher: &Matcher, name: &[u8], kind: FileKind) -> Option<u32> {
+        ENTRY_KEY.with(|buffer| {
+            let mut key = buffer.borrow_mut();
+            key.clear();
+            key.extend_from_slice(&self.key);
+            if &*self.key != b"/" {
+                key.push(b'/');
+            }
+            key.extend_from_slice(name);
+            let (mode, stem) = (kind.selabel_mode(), self.child_stem);
+            let accept = |index: u32| matcher.accepts(index, mode, stem);
+            let literal_best = matcher.literal_best(&key, accept);
+            let exact_best = literal_best.max(self.exact.best(&key, name, &accept));
+            if exact_best.is_some_and(|index| index >= matcher.first_exact) {
+                return exact_best;
+            }
+            exact_best.max(self.regex.best(&key, name, &accept))
+        })
+    }
+}
+
+thread_local! {
+    /// An entry's full key, for the literal table and whole groups.
+    static ENTRY_KEY: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Lookups for the entries of one directory; see the module documentation.
+/// Made by [`super::FileContexts::directory`].
+#[derive(Clone, Debug)]
+pub struct Directory<'m> {
+    matcher: &'m Matcher,
+    /// The directory's key as given, normalised.
+    key: Box<[u8]>,
+    /// `None`: entries get full lookups.
+    tracked: Option<Tracked<'m>>,
+}
+
+impl<'m> Directory<'m> {
+    pub(super) fn new(matcher: &'m Matcher, key: &[u8]) -> Self {
+        let key = match key.iter().position(|&byte| byte == 0) {
+            Some(nul) => &key[..nul],
+            None => key,
+        };
+        let key: Box<[u8]> = normalise(key).into();
+        let tracked = Self::substituted_key(matcher, &key).map(|substituted| {
+            let components = substituted.split(|&byte| byte == b'/').filter(|c| !c.is_empty());
+            components.fold(Tracked::root(matcher), |tracked, name| tracked.advance(matcher, name))
+        });
+        Directory { matcher, key, tracked }
+    }
+
+    /// The key the entries' keys extend, if tracking is exact for `key`:
+    /// `substitute(key/NAME)` is then `substitute(key)/NAME` (or `/NAME`).
+    fn substituted_key(matcher: &Matcher, key: &[u8]) -> Option<Vec<u8>> {
+        if !key.starts_with(b"/") {
+            return None;
+        }
+        let (local, dist) = (&matcher.local_subs, &matcher.dist_subs);
+        if local.is_empty() && dist.is_empty() {
+            return Some(key.to_vec());
+        }
+        if key == b"/" || local.has_alias_below(key) {
+            return None;
+        }
+        let after_local = local.apply(key);
+        let after_local = after_local.as_deref().unwrap_or(key);
+        if dist.has_alias_below(after_local) {
+            return None;
+        }
+        let substituted = matcher.substitute(key).unwrap_or_else(|| key.to_vec());
+        let plain = substituted.starts_with(b"/")
+            && substituted != b"/"
+            && !substituted.ends_with(b"/")
+            && !substituted.windows(2).any(|pair| pair == b"//");
+        plain.then_some(substituted)
+    }
+
+    /// The directory's entry `name`, which will have entries of its own.
+    pub fn subdirectory(&self, name: &[u8]) -> Directory<'m> {
+        let key = join(&self.key, name);
+        let (Some(tracked), true) = (&self.tracked, is_name(name)) else {
+            return Directory::new(self.matcher, &key);
+        };
+        if Self::substituted_key(self.matcher, &key).is_none() {
+            return Directory { matcher: self.matcher, key: key.into(), tracked: None };
+        }
+        let tracked = tracked.advance(self.matcher, name);
+        Directory { matcher: self.matcher, key: key.into(), tracked: Some(tracked) }
+    }
+
+    /// The context of the entry `name` (a single path component) looked up
+    /// with `kind`: what [`super::FileContexts::lookup`] says for `DIR/name`.
+    pub fn lookup(&self, name: &[u8], kind: FileKind) -> Option<&'m str> {
+        let winner = match &self.tracked {
+            Some(tracked) if is_name(name) => tracked.winner(self.matcher, name, kind),
+            _ => self.matcher.winner(&join(&self.key, name), kind),
+        };
+        self.matcher.context_of(winner?)
+    }
+}
+
+/// A directory entry's name as `getdents` returns them.
+fn is_name(name: &[u8]) -> bool {
+    !name.is_empty() && !name.contains(&b'/') && !name.contains(&0)
+}
+
+fn join(directory: &[u8], name: &[u8]) -> Vec<u8> {
+    let mut key = Vec::with_capacity(directory.len() + 1 + name.len());
+    key.extend_from_slice(directory);
+    if directory != b"/" {
+        key.push(b'/');
+    }
+    key.extend_from_slice(name);
+    key
+}
