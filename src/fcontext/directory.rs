@@ -217,6 +217,8 @@ struct Tracked<'m> {
     key: Box<[u8]>,
     /// Stem id of every entry's key.
     child_stem: Option<u32>,
+    /// Some `^L$` spec may name an entry.
+    literal_entries: bool,
     exact: Class<'m>,
     regex: Class<'m>,
 }
@@ -227,6 +229,7 @@ impl<'m> Tracked<'m> {
         let mut tracked = Tracked {
             key: Box::from(&b"/"[..]),
             child_stem: None,
+            literal_entries: matcher.has_literal_entries(b"/"),
             exact: Class::default(),
             regex: Class::default(),
         };
@@ -267,6 +270,7 @@ impl<'m> Tracked<'m> {
         Tracked {
             exact: advance_class(&self.exact, &matcher.exact_groups),
             regex: advance_class(&self.regex, &matcher.regex_groups),
+            literal_entries: matcher.has_literal_entries(&key),
             key: key.into(),
             child_stem,
         }
@@ -283,7 +287,11 @@ impl<'m> Tracked<'m> {
             key.extend_from_slice(name);
             let (mode, stem) = (kind.selabel_mode(), self.child_stem);
             let accept = |index: u32| matcher.accepts(index, mode, stem);
-            let literal_best = matcher.literal_best(&key, accept);
+            let literal_best = if self.literal_entries {
+                matcher.literal_best(&key, accept)
+            } else {
+                None
+            };
             let exact_best = literal_best.max(self.exact.best(&key, name, &accept));
             if exact_best.is_some_and(|index| index >= matcher.first_exact) {
                 return exact_best;

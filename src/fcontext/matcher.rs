@@ -115,6 +115,9 @@ pub(crate) struct Matcher {
     stems: Table<u32>,
     /// `^L$` specs by `L`, indices increasing.
     literals: Table<Vec<u32>>,
+    /// The directory part (before the last `/`, `/` itself for `/x`) of every
+    /// literal: a directory not in here has no literal among its entries.
+    literal_directories: Table<()>,
     /// Automata for "exact" specs that are not plain literals (`/a\d`).
     pub(super) exact_groups: PrefixGroups,
     pub(super) regex_groups: PrefixGroups,
@@ -292,6 +295,13 @@ impl Matcher {
         Ok(Self {
             specs: compiled,
             stems,
+            literal_directories: literals
+                .keys()
+                .filter_map(|literal| {
+                    let slash = literal.iter().rposition(|&byte| byte == b'/')?;
+                    Some((literal[..slash.max(1)].into(), ()))
+                })
+                .collect(),
             literals,
             exact_groups: PrefixGroups::build(exact_members)?,
             regex_groups: PrefixGroups::build(regex_members)?,
@@ -335,6 +345,12 @@ impl Matcher {
             .filter_map(|literal| self.literals.get(literal))
             .filter_map(|indices| indices.iter().rev().copied().find(|&index| accept(index)))
             .max()
+    }
+
+    /// Whether some `^L$` spec could match an entry of directory `key` (an
+    /// absolute key without a trailing `/`, or `/`).
+    pub(super) fn has_literal_entries(&self, key: &[u8]) -> bool {
+        self.literal_directories.contains_key(key)
     }
 
     /// The context of a winning spec; `None` for `<<none>>`.
