@@ -156,6 +156,12 @@ fn usage_errors_exit_2() {
             c.args(["--check", "--dry-run"]).arg(fixture.srv());
             c
         }),
+        ("--root naming a file", {
+            let mut c = semanifest();
+            c.arg("relabel").arg("--file-contexts").arg(&fixture.fc);
+            c.arg("--root").arg(&fixture.fc).arg(fixture.srv());
+            c
+        }),
         ("--layout given a file_contexts instead of a manifest", {
             let mut c = semanifest();
             c.arg("relabel")

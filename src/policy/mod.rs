@@ -104,8 +104,10 @@ pub enum BuildError {
     Secilc(#[from] secilc::SecilcError),
     #[error("template error (a bug in semanifest): {0}")]
     Template(#[from] minijinja::Error),
-    #[error("{}: {source}", path.display())]
-    Io { path: PathBuf, source: std::io::Error },
+    /// The I/O error is part of the message, not a `source()`, so a
+    /// chain-printing caller does not say it twice.
+    #[error("{}: {error}", path.display())]
+    Io { path: PathBuf, error: std::io::Error },
     #[error("{}: no such CIL file to --include", path.display())]
     MissingInclude { path: PathBuf },
     /// secilc refused the policy. `violations` are the protected paths whose
@@ -142,7 +144,7 @@ fn describe_violations(violations: &[Violation]) -> String {
 }
 
 fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> BuildError + '_ {
-    move |source| BuildError::Io { path: path.to_owned(), source }
+    move |error| BuildError::Io { path: path.to_owned(), error }
 }
 
 /// Writes `contents` to `path` atomically (temporary sibling + rename).
@@ -245,7 +247,7 @@ fn install(root: &Path, name: &str, policy: &Path, file_contexts: &Path) -> Resu
         match fs::remove_file(&path) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(source) => return Err(BuildError::Io { path, source }),
+            Err(error) => return Err(BuildError::Io { path, error }),
         }
     }
     Ok(vec![config, policy_target, fc_target])

@@ -363,12 +363,10 @@ impl Observer for Collector {
 pub enum RelabelError {
     #[error("no paths to relabel")]
     NoPaths,
-    #[error("{}: {source}", EscapedPath(.path))]
-    Operand {
-        path: Vec<u8>,
-        #[source]
-        source: io::Error,
-    },
+    /// The I/O error is part of the message, not a `source()`, so a
+    /// chain-printing caller does not say it twice.
+    #[error("{}: {error}", EscapedPath(.path))]
+    Operand { path: Vec<u8>, error: io::Error },
     #[error("{} is not inside the alternate root {}", EscapedPath(.path), EscapedPath(.root))]
     OutsideRoot { path: Vec<u8>, root: Vec<u8> },
     #[error("{}: paths must be absolute", EscapedPath(.path))]

@@ -95,9 +95,9 @@ impl Operand {
     /// symlink operand is labelled itself (like setfiles), while the lookup
     /// sees the real location.
     fn resolve(path: &Path, alternate_root: Option<&[u8]>) -> Result<Self, RelabelError> {
-        let operand_error = |source: io::Error| RelabelError::Operand {
+        let operand_error = |error: io::Error| RelabelError::Operand {
             path: path.as_os_str().as_bytes().to_vec(),
-            source,
+            error,
         };
         let absolute = if path.is_absolute() {
             path.to_path_buf()
@@ -136,14 +136,14 @@ fn canonical_root(root: &Path) -> Result<Vec<u8>, RelabelError> {
     }
     let real = root
         .canonicalize()
-        .map_err(|source| RelabelError::Operand {
+        .map_err(|error| RelabelError::Operand {
             path: root.as_os_str().as_bytes().to_vec(),
-            source,
+            error,
         })?;
     if !real.is_dir() {
         return Err(RelabelError::Operand {
             path: root.as_os_str().as_bytes().to_vec(),
-            source: io::Error::from(io::ErrorKind::NotADirectory),
+            error: io::Error::from(io::ErrorKind::NotADirectory),
         });
     }
     let real = real.into_os_string().into_vec();
