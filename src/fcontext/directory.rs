@@ -251,7 +251,7 @@ impl<'m> Tracked<'m> {
 
     /// State for the entries of `self.key/name`.
     fn advance(&self, matcher: &'m Matcher, name: &[u8]) -> Self {
-        let key = join(&self.key, name);
+        let key = entry_key(&self.key, name);
         let mut prefix = Vec::with_capacity(key.len() + 1);
         prefix.extend_from_slice(&key);
         prefix.push(b'/');
@@ -359,7 +359,7 @@ impl<'m> Directory<'m> {
 
     /// The directory's entry `name`, which will have entries of its own.
     pub fn subdirectory(&self, name: &[u8]) -> Directory<'m> {
-        let key = join(&self.key, name);
+        let key = entry_key(&self.key, name);
         let (Some(tracked), true) = (&self.tracked, is_name(name)) else {
             return Directory::new(self.matcher, &key);
         };
@@ -375,7 +375,7 @@ impl<'m> Directory<'m> {
     pub fn lookup(&self, name: &[u8], kind: FileKind) -> Option<&'m str> {
         let winner = match &self.tracked {
             Some(tracked) if is_name(name) => tracked.winner(self.matcher, name, kind),
-            _ => self.matcher.winner(&join(&self.key, name), kind),
+            _ => self.matcher.winner(&entry_key(&self.key, name), kind),
         };
         self.matcher.context_of(winner?)
     }
@@ -386,7 +386,9 @@ fn is_name(name: &[u8]) -> bool {
     !name.is_empty() && !name.contains(&b'/') && !name.contains(&0)
 }
 
-fn join(directory: &[u8], name: &[u8]) -> Vec<u8> {
+/// The key of entry `name` of `directory`: one `/` between them, none added
+/// after `/` itself.
+pub fn entry_key(directory: &[u8], name: &[u8]) -> Vec<u8> {
     let mut key = Vec::with_capacity(directory.len() + 1 + name.len());
     key.extend_from_slice(directory);
     if directory != b"/" {

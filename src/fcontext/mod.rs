@@ -48,7 +48,7 @@ use std::ffi::OsString;
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 
-pub use directory::Directory;
+pub use directory::{entry_key, Directory};
 use matcher::{Matcher, PreparedSpec};
 use source::RawSpec;
 

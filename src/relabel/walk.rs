@@ -20,7 +20,7 @@ use super::{
     Change, HardLinkConflict, LabelLookup, MountPolicy, ObjectError, Observer, Operation,
     RelabelError, RelabelOptions, Summary, WriteMode, XATTR_NAME,
 };
-use crate::fcontext::FileKind;
+use crate::fcontext::{entry_key, FileKind};
 
 /// Bytes read per `getdents` call.
 const DIRENT_BUFFER: usize = 32 * 1024;
@@ -422,7 +422,7 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
     fn visit_dir<'s>(&'s self, scope: &rayon::Scope<'s>, job: DirJob<L::Directory<'a>>) {
         let mut tally = Tally::default();
         let DirJob { parent, name } = job;
-        let path = join(&parent.path, name.as_bytes());
+        let path = entry_key(&parent.path, name.as_bytes());
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         match rfs::openat(&parent.fd, name.as_c_str(), flags, Mode::empty()) {
             Ok(fd) => {
@@ -736,15 +736,6 @@ struct Entered<'a, L: LabelLookup + ?Sized + 'a> {
     labels: L::Directory<'a>,
 }
 
-fn join(parent: &[u8], name: &[u8]) -> Vec<u8> {
-    let mut path = Vec::with_capacity(parent.len() + 1 + name.len());
-    path.extend_from_slice(parent);
-    if parent != b"/" {
-        path.push(b'/');
-    }
-    path.extend_from_slice(name);
-    path
-}
 
 fn file_kind(file_type: FileType) -> FileKind {
     match file_type {
@@ -774,8 +765,8 @@ mod tests {
 
     #[test]
     fn children_of_root_have_one_slash() {
-        assert_eq!(join(b"/", b"var"), b"/var");
-        assert_eq!(join(b"/var", b"log"), b"/var/log");
+        assert_eq!(entry_key(b"/", b"var"), b"/var");
+        assert_eq!(entry_key(b"/var", b"log"), b"/var/log");
     }
 
     #[test]
