@@ -165,6 +165,21 @@ fn oracle_detects_a_disagreement() {
     assert_eq!(mismatched, compared, "every key is labelled differently");
 }
 
+/// Control for the per-directory check: directory lookups of one file
+/// against plain lookups of another are reported, on every entry.
+#[test]
+fn directory_check_detects_a_disagreement() {
+    let case = cases().into_iter().find(|case| case.name == "last_match_wins").expect("case");
+    let ours = FileContexts::load(&case.fc).expect("loads");
+    let skewed = FileContexts::from_text("skewed", b"/lm(/.*)? u:r:other_t:s0\n").expect("loads");
+    let keys: Vec<Vec<u8>> = case.keys.iter().map(|(key, _)| key.clone()).collect();
+    let (compared, mismatched, examples) = fc_oracle::directory_mismatches_against(&skewed, &ours, &keys, 3);
+    assert!(compared > 0);
+    assert!(mismatched > 0 && examples.len() == 3, "{mismatched} of {compared}");
+    let (compared, mismatched, _) = fc_oracle::directory_mismatches(&ours, &keys, 3);
+    assert!(compared > 0 && mismatched == 0);
+}
+
 /// The hook offered to the compiler's golden tests works on real files.
 #[test]
 fn whole_file_hook_runs_on_every_case() {

@@ -336,6 +336,17 @@ pub fn directory_mismatches(
     keys: &[Vec<u8>],
     keep: usize,
 ) -> (usize, usize, Vec<String>) {
+    directory_mismatches_against(contexts, contexts, keys, keep)
+}
+
+/// [`directory_mismatches`] with the plain lookups asked of `reference`
+/// (the same file but for the control that shows the check can fail).
+pub fn directory_mismatches_against(
+    contexts: &FileContexts,
+    reference: &FileContexts,
+    keys: &[Vec<u8>],
+    keep: usize,
+) -> (usize, usize, Vec<String>) {
     #[derive(Default)]
     struct Node {
         children: std::collections::BTreeMap<Vec<u8>, Node>,
@@ -349,6 +360,7 @@ pub fn directory_mismatches(
     }
     struct Walk<'c> {
         contexts: &'c FileContexts,
+        reference: &'c FileContexts,
         compared: usize,
         mismatched: usize,
         kept: Vec<String>,
@@ -364,7 +376,7 @@ pub fn directory_mismatches(
                 }
                 full.extend_from_slice(name);
                 for kind in FileKind::ALL {
-                    let expected = self.contexts.lookup(&full, kind);
+                    let expected = self.reference.lookup(&full, kind);
                     for (how, got) in [
                         ("subdirectory chain", directory.lookup(name, kind)),
                         ("directory(key)", scratch.lookup(name, kind)),
@@ -387,7 +399,7 @@ pub fn directory_mismatches(
             }
         }
     }
-    let mut walk = Walk { contexts, compared: 0, mismatched: 0, kept: Vec::new(), keep };
+    let mut walk = Walk { contexts, reference, compared: 0, mismatched: 0, kept: Vec::new(), keep };
     walk.visit(&contexts.directory(b"/"), b"/", &root);
     (walk.compared, walk.mismatched, walk.kept)
 }
