@@ -170,12 +170,17 @@ fn transitions(parsed: &Parsed, policy: &Path) -> Result<Vec<Finding>, PolicyChe
         }
     }
     // Which domains may touch each protected type (trusted ones included:
-    // a workload must not become them either).
-    let mut touching: BTreeMap<String, Vec<&crate::model::PathRule>> = BTreeMap::new();
+    // a workload must not become them either). One query for every allow
+    // rule: attributes are expanded here, as `sesearch -t` would match them.
+    let mut protected: BTreeMap<&str, Vec<&crate::model::PathRule>> = BTreeMap::new();
     for rule in layout.protected() {
-        let text = run_tool("sesearch", &["-A", "-t", &rule.type_name], policy)?;
-        for (source, _) in allow_pairs(&text, &attributes) {
-            touching.entry(source).or_default().push(rule);
+        protected.entry(rule.type_name.as_str()).or_default().push(rule);
+    }
+    let mut touching: BTreeMap<String, Vec<&crate::model::PathRule>> = BTreeMap::new();
+    let text = run_tool("sesearch", &["-A"], policy)?;
+    for (source, target) in allow_pairs(&text, &attributes) {
+        if let Some(rules) = protected.get(target.as_str()) {
+            touching.entry(source).or_default().extend(rules);
         }
     }
     let mut findings = Vec::new();

@@ -73,16 +73,7 @@ impl NormalPath {
 
     /// True if `other` is this path or lies below it.
     pub fn contains(&self, other: &NormalPath) -> bool {
-        let mut mine = self.components();
-        let mut theirs = other.components();
-        loop {
-            match (mine.next(), theirs.next()) {
-                (None, _) => return true,
-                (Some(_), None) => return false,
-                (Some(a), Some(b)) if a != b => return false,
-                _ => {}
-            }
-        }
+        crate::model::is_within(other.as_str(), self.as_str())
     }
 
     /// This path extended by a relative, `..`-free sub-path (a volume mount's
