@@ -176,3 +176,35 @@ proptest::proptest! {
         }
     }
 }
+
+/// A directory with hundreds of live regex specs (more than the per-spec
+/// stepping takes on): its groups are run whole, still exactly.
+#[test]
+fn many_specs_under_one_directory_agree_with_libselinux() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fc = dir.path().join("file_contexts");
+    // The generic spec first: later specs win.
+    let mut text = String::from("/big(/.*)? u:r:big_t:s0\n");
+    for i in 0..400 {
+        text.push_str(&format!("/big/d[0-9]+x{i}(/.*)? u:r:big{i}_t:s0\n"));
+        if i % 7 == 0 {
+            text.push_str(&format!("/big/[a-z]+{i}/deep(/.*)? -d u:r:deep{i}_t:s0\n"));
+        }
+    }
+    text.push_str("/big/d1x3 u:r:exact_t:s0\n");
+    std::fs::write(&fc, &text).expect("write");
+    let mut keys = Vec::new();
+    for i in (0..400).step_by(3) {
+        keys.push(format!("/big/d{i}x{i}").into_bytes());
+        keys.push(format!("/big/d7x{i}/sub/file").into_bytes());
+        keys.push(format!("/big/abc{i}/deep/x").into_bytes());
+        keys.push(format!("/big/d{i}y/other").into_bytes());
+    }
+    keys.push(b"/big/d1x3".to_vec());
+    fc_oracle::assert_agrees_with_libselinux(&fc, &keys);
+    // Control: the many specs decide, not the generic one.
+    let contexts = FileContexts::load(&fc).expect("loads");
+    assert_eq!(contexts.lookup(b"/big/d9x300", FileKind::File), Some("u:r:big300_t:s0"));
+    let below_big = contexts.directory(b"/big");
+    assert_eq!(below_big.lookup(b"d9x300", FileKind::File), Some("u:r:big300_t:s0"));
+}

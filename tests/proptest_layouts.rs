@@ -77,7 +77,7 @@ fn render(domains: usize, paths: &[PathSpec], hostpath_seed: u8) -> String {
         } else {
             let covers_protected = protected.iter().any(|p| semanifest::model::is_within(p, path));
             let under_root = false;
-            if !covers_protected && !under_root && (i as u8 ^ hostpath_seed) % 3 == 0 {
+            if !covers_protected && !under_root && (i as u8 ^ hostpath_seed).is_multiple_of(3) {
                 yaml.push_str("      hostPath: true\n      removable: true\n");
             }
         }

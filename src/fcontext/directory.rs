@@ -19,7 +19,10 @@
 //! substitution alias lies below the directory (so entries may be rewritten
 //! differently from the directory), the directory's key is or becomes `/`
 //! while substitutions exist, or is not a plain absolute key. A spec group
-//! whose DFAs would be too large is run whole on each entry's full key.
+//! whose DFAs would be too large is run whole on each entry's full key by its
+//! multi-pattern automaton, as a plain lookup runs it; so are the groups of a
+//! directory where more than `MAX_STEPPED` specs are still alive (the states
+//! are kept for its subdirectories, where most die).
 
 use std::cell::RefCell;
 
@@ -35,6 +38,10 @@ use super::FileKind;
 /// Size limits for one spec's DFA. Specs are path patterns: real ones need a
 /// few KiB. A spec over the limit makes its group run whole instead.
 const DFA_SIZE_LIMIT: usize = 1 << 20;
+
+/// Live specs an entry steps through one by one at most; beyond this, the
+/// entries of that directory run their groups' multi-pattern automata.
+const MAX_STEPPED: usize = 64;
 
 /// One spec's pattern as a DFA that can be stepped byte by byte.
 #[derive(Debug)]
@@ -138,6 +145,8 @@ struct Candidate<'m> {
     spec: u32,
     dfa: &'m SpecDfa,
     progress: Progress,
+    /// The group the spec belongs to, should it have to be run whole.
+    group: WholeGroup<'m>,
 }
 
 /// A group run whole on each entry's key, as [`Matcher::winner`] runs it.
@@ -163,26 +172,31 @@ impl WholeGroup<'_> {
 #[derive(Clone, Debug, Default)]
 struct Class<'m> {
     candidates: Vec<Candidate<'m>>,
+    /// Groups without per-spec DFAs.
     whole: Vec<WholeGroup<'m>>,
+    /// When more than `MAX_STEPPED` candidates are alive: their groups, which
+    /// entries run whole instead of stepping the candidates.
+    crowded: Vec<WholeGroup<'m>>,
 }
 
 impl<'m> Class<'m> {
     /// Adds the specs of `group`, whose patterns start right after
     /// `haystack[..at]` (`at == 0`: the unprefixed group, unanchored).
     fn add_group(&mut self, group: &'m Group, haystack: &[u8], at: usize) {
+        let whole = WholeGroup { group, start: (at != 0).then_some(at) };
         let anchored = if at == 0 { Anchored::No } else { Anchored::Yes };
         let started = group.spec_dfas().and_then(|dfas| {
             let pairs = dfas.iter().zip(&group.spec_index);
             pairs
                 .map(|(dfa, &spec)| {
                     let state = dfa.start(haystack, at, anchored)?;
-                    Some(Candidate { spec, dfa, progress: Progress::Stepping(state) })
+                    Some(Candidate { spec, dfa, progress: Progress::Stepping(state), group: whole })
                 })
                 .collect::<Option<Vec<_>>>()
         });
         match started {
             Some(candidates) => self.candidates.extend(candidates),
-            None => self.whole.push(WholeGroup { group, start: (at != 0).then_some(at) }),
+            None => self.whole.push(whole),
         }
     }
 
@@ -191,21 +205,37 @@ impl<'m> Class<'m> {
             let progress = candidate.dfa.feed(candidate.progress, bytes)?;
             Some(Candidate { progress, ..*candidate })
         });
-        Class { candidates: candidates.collect(), whole: self.whole.clone() }
+        Class { candidates: candidates.collect(), whole: self.whole.clone(), crowded: Vec::new() }
     }
 
     fn finish(&mut self, matcher: &Matcher, child_stem: Option<u32>, prune_stems: bool) {
         if prune_stems {
             self.candidates.retain(|candidate| !matcher.stem_rejects(candidate.spec, child_stem));
         }
+        // Too many live specs for an entry to try one by one: entries run
+        // their groups' multi-pattern automata instead. The states are kept:
+        // a subdirectory usually leaves only a few alive.
+        self.crowded.clear();
+        if self.candidates.len() > MAX_STEPPED {
+            for candidate in &self.candidates {
+                let group = candidate.group;
+                if !self.crowded.iter().any(|seen| std::ptr::eq(seen.group, group.group)) {
+                    self.crowded.push(group);
+                }
+            }
+        }
         self.candidates.sort_unstable_by_key(|candidate| std::cmp::Reverse(candidate.spec));
     }
 
     fn best(&self, key: &[u8], name: &[u8], accept: &impl Fn(u32) -> bool) -> Option<u32> {
+        let whole = self.whole.iter().chain(&self.crowded);
+        let whole = whole.filter_map(|group| group.best(key, accept)).max();
+        if !self.crowded.is_empty() {
+            return whole;
+        }
         let stepped = self.candidates.iter().find(|candidate| {
             accept(candidate.spec) && candidate.dfa.matches_name(candidate.progress, name)
         });
-        let whole = self.whole.iter().filter_map(|group| group.best(key, accept)).max();
         stepped.map(|candidate| candidate.spec).max(whole)
     }
 }

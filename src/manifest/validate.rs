@@ -495,7 +495,7 @@ fn check_shared_types(paths: &[PathRule], checker: &mut Checker<'_>) {
 fn check_protection(paths: &[PathRule], domains: &[Domain], checker: &mut Checker<'_>) {
     for rule in paths.iter().filter(|r| r.protected) {
         let at = rule.protected_pos.unwrap_or(rule.pos);
-        for (&index, _) in &rule.access {
+        for &index in rule.access.keys() {
             let domain = &domains[index];
             if domain.workload {
                 checker
