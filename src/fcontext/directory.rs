@@ -24,6 +24,7 @@
 //! directory where more than `MAX_STEPPED` specs are still alive (the states
 //! are kept for its subdirectories, where most die).
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 
 use regex_automata::dfa::{dense, Automaton, StartKind};
@@ -281,16 +282,14 @@ impl<'m> Tracked<'m> {
 
     /// State for the entries of `self.key/name`.
     fn advance(&self, matcher: &'m Matcher, name: &[u8]) -> Self {
-        let key = entry_key(&self.key, name);
-        let mut prefix = Vec::with_capacity(key.len() + 1);
-        prefix.extend_from_slice(&key);
+        // `key/`: the prefix of every entry's key; it ends with `name/`.
+        let mut prefix = entry_key(&self.key, name);
         prefix.push(b'/');
-        let child_stem = matcher.stem_below(&key);
-        let mut step = Vec::with_capacity(name.len() + 1);
-        step.extend_from_slice(name);
-        step.push(b'/');
+        let key = &prefix[..prefix.len() - 1];
+        let step = &prefix[prefix.len() - name.len() - 1..];
+        let child_stem = matcher.key_stem(&prefix);
         let advance_class = |class: &Class<'m>, groups: &'m PrefixGroups| {
-            let mut next = class.advance(&step);
+            let mut next = class.advance(step);
             if let Some(group) = groups.at(&prefix) {
                 next.add_group(group, &prefix, prefix.len());
             }
@@ -300,7 +299,7 @@ impl<'m> Tracked<'m> {
         Tracked {
             exact: advance_class(&self.exact, &matcher.exact_groups),
             regex: advance_class(&self.regex, &matcher.regex_groups),
-            literal_entries: matcher.has_literal_entries(&key),
+            literal_entries: matcher.has_literal_entries(key),
             key: key.into(),
             child_stem,
         }
@@ -363,25 +362,25 @@ impl<'m> Directory<'m> {
 
     /// The key the entries' keys extend, if tracking is exact for `key`:
     /// `substitute(key/NAME)` is then `substitute(key)/NAME` (or `/NAME`).
-    fn substituted_key(matcher: &Matcher, key: &[u8]) -> Option<Vec<u8>> {
+    fn substituted_key<'k>(matcher: &Matcher, key: &'k [u8]) -> Option<Cow<'k, [u8]>> {
         if !key.starts_with(b"/") {
             return None;
         }
         let (local, dist) = (&matcher.local_subs, &matcher.dist_subs);
         if local.is_empty() && dist.is_empty() {
-            return Some(key.to_vec());
+            return Some(Cow::Borrowed(key));
         }
         if key == b"/" || local.has_alias_below(key) {
             return None;
         }
-        let after_local = local.apply(key);
-        let after_local = after_local.as_deref().unwrap_or(key);
-        if dist.has_alias_below(after_local) {
+        // `Matcher::substitute`, one list at a time to check each.
+        let after_local = local.apply(key).map_or(Cow::Borrowed(key), Cow::Owned);
+        if dist.has_alias_below(&after_local) {
             return None;
         }
-        let substituted = matcher.substitute(key).unwrap_or_else(|| key.to_vec());
+        let substituted = dist.apply(&after_local).map_or(after_local, Cow::Owned);
         let plain = substituted.starts_with(b"/")
-            && substituted != b"/"
+            && *substituted != *b"/"
             && !substituted.ends_with(b"/")
             && !substituted.windows(2).any(|pair| pair == b"//");
         plain.then_some(substituted)

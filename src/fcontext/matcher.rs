@@ -329,11 +329,9 @@ impl Matcher {
         stem.is_some() && stem != key_stem
     }
 
-    /// The stem id of keys that start with `key` (an absolute key that is
-    /// not `/`) followed by `/`.
-    pub(super) fn stem_below(&self, key: &[u8]) -> Option<u32> {
-        let end = key.iter().skip(1).position(|&byte| byte == b'/').map_or(key.len(), |at| at + 1);
-        self.stems.get(&key[..end]).copied()
+    /// The stem id of `key` (`None` when it has no stem or no spec uses it).
+    pub(super) fn key_stem(&self, key: &[u8]) -> Option<u32> {
+        stem_of_key(key).and_then(|stem| self.stems.get(stem).copied())
     }
 
     /// Best `^L$` spec for `key` (or `key` without one final newline).
@@ -374,7 +372,7 @@ impl Matcher {
         let key: &[u8] = substituted.as_deref().unwrap_or(&key);
 
         let mode = kind.selabel_mode();
-        let key_stem = stem_of_key(key).and_then(|stem| self.stems.get(stem).copied());
+        let key_stem = self.key_stem(key);
         let accept = |index: u32| self.accepts(index, mode, key_stem);
 
         // `^L$` also matches `L` followed by one final newline.
@@ -394,7 +392,7 @@ impl Matcher {
 
     /// `selabel_sub_key`: at most one local substitution, then at most one
     /// distribution substitution of the result.
-    pub(super) fn substitute(&self, key: &[u8]) -> Option<Vec<u8>> {
+    fn substitute(&self, key: &[u8]) -> Option<Vec<u8>> {
         if self.local_subs.is_empty() && self.dist_subs.is_empty() {
             return None;
         }

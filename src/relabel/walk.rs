@@ -552,11 +552,7 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
         };
         match FileType::from_raw_mode(stat.st_mode) {
             FileType::Directory => self.spawn_dir(scope, dir, name),
-            _ if self.leaves_filesystem(Some(dir.device), &stat) => tally.mounts_skipped += 1,
-            _ => {
-                let expected = |kind| self.labels.entry_label(&dir.labels, name.to_bytes(), kind);
-                self.label(Target::Fd(fd.as_fd()), path, &stat, expected, tally);
-            }
+            _ => self.label_entry(dir, name, Target::Fd(fd.as_fd()), path, &stat, tally),
         }
     }
 
@@ -576,11 +572,7 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
         match FileType::from_raw_mode(stat.st_mode) {
             // Listed with an unknown type, or replaced since.
             FileType::Directory => self.spawn_dir(scope, dir, name),
-            _ if self.leaves_filesystem(Some(dir.device), &stat) => tally.mounts_skipped += 1,
-            _ => {
-                let expected = |kind| self.labels.entry_label(&dir.labels, name.to_bytes(), kind);
-                self.label(Target::OPath(fd.as_fd()), path, &stat, expected, tally);
-            }
+            _ => self.label_entry(dir, name, Target::OPath(fd.as_fd()), path, &stat, tally),
         }
     }
 
@@ -590,11 +582,25 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
         let Some((fd, stat)) = self.open_path(dir, name, path, tally) else {
             return;
         };
-        if self.leaves_filesystem(Some(dir.device), &stat) {
+        self.label_entry(dir, name, Target::OPath(fd.as_fd()), path, &stat, tally);
+    }
+
+    /// Labels entry `name` of `dir` (already opened and stat'ed, not to be
+    /// descended into) unless it is on another filesystem.
+    fn label_entry(
+        &self,
+        dir: &Dir<'a, L>,
+        name: &CStr,
+        target: Target<'_>,
+        path: &[u8],
+        stat: &Stat,
+        tally: &mut Tally,
+    ) {
+        if self.leaves_filesystem(Some(dir.device), stat) {
             tally.mounts_skipped += 1;
         } else {
             let expected = |kind| self.labels.entry_label(&dir.labels, name.to_bytes(), kind);
-            self.label(Target::OPath(fd.as_fd()), path, &stat, expected, tally);
+            self.label(target, path, stat, expected, tally);
         }
     }
 
