@@ -251,12 +251,7 @@ impl LabelLookup for VanishingLookup {
     }
 
     fn subdirectory(&self, parent: &Vec<u8>, name: &[u8]) -> Vec<u8> {
-        let mut path = parent.clone();
-        if path != b"/" {
-            path.push(b'/');
-        }
-        path.extend_from_slice(name);
-        path
+        semanifest::fcontext::entry_key(parent, name)
     }
 
     fn entry_label<'a>(&'a self, directory: &Vec<u8>, name: &[u8], kind: FileKind) -> Option<&'a str> {

@@ -20,7 +20,7 @@ use std::ffi::{c_int, c_void, CString};
 use std::path::Path;
 
 use selinux::label::{back_end, Labeler};
-use semanifest::fcontext::{FileContexts, FileKind};
+use semanifest::fcontext::{entry_key, Directory, FileContexts, FileKind};
 
 /// `SELABEL_OPT_PATH` from `<selinux/label.h>`.
 const SELABEL_OPT_PATH: c_int = 3;
@@ -347,61 +347,77 @@ pub fn directory_mismatches_against(
     keys: &[Vec<u8>],
     keep: usize,
 ) -> (usize, usize, Vec<String>) {
-    #[derive(Default)]
-    struct Node {
-        children: std::collections::BTreeMap<Vec<u8>, Node>,
-    }
-    let mut root = Node::default();
-    for key in keys.iter().filter(|key| key.starts_with(b"/")) {
-        let mut node = &mut root;
-        for name in key.split(|&byte| byte == b'/').filter(|name| !name.is_empty()) {
-            node = node.children.entry(name.to_vec()).or_default();
+    let (mut compared, mut mismatched, mut kept) = (0, 0, Vec::new());
+    // `directory(key)` built directly, for the entries of one directory.
+    let mut scratch: Option<(Vec<u8>, Directory<'_>)> = None;
+    KeyTree::of(keys).walk(&contexts.directory(b"/"), b"/", &mut |directory, key, name, full| {
+        if scratch.as_ref().is_none_or(|(seen, _)| seen != key) {
+            scratch = Some((key.to_vec(), contexts.directory(key)));
         }
-    }
-    struct Walk<'c> {
-        contexts: &'c FileContexts,
-        reference: &'c FileContexts,
-        compared: usize,
-        mismatched: usize,
-        kept: Vec<String>,
-        keep: usize,
-    }
-    impl Walk<'_> {
-        fn visit(&mut self, directory: &semanifest::fcontext::Directory<'_>, key: &[u8], node: &Node) {
-            let scratch = self.contexts.directory(key);
-            for (name, child) in &node.children {
-                let mut full = key.to_vec();
-                if key != b"/" {
-                    full.push(b'/');
-                }
-                full.extend_from_slice(name);
-                for kind in FileKind::ALL {
-                    let expected = self.reference.lookup(&full, kind);
-                    for (how, got) in [
-                        ("subdirectory chain", directory.lookup(name, kind)),
-                        ("directory(key)", scratch.lookup(name, kind)),
-                    ] {
-                        self.compared += 1;
-                        if got != expected {
-                            self.mismatched += 1;
-                            if self.kept.len() < self.keep {
-                                self.kept.push(format!(
-                                    "{} {kind:?} via {how}: directory says {got:?}, lookup says {expected:?}",
-                                    escape(&full)
-                                ));
-                            }
-                        }
+        let direct = scratch.as_ref().map(|(_, direct)| direct).expect("set above");
+        for kind in FileKind::ALL {
+            let expected = reference.lookup(full, kind);
+            for (how, got) in [
+                ("subdirectory chain", directory.lookup(name, kind)),
+                ("directory(key)", direct.lookup(name, kind)),
+            ] {
+                compared += 1;
+                if got != expected {
+                    mismatched += 1;
+                    if kept.len() < keep {
+                        kept.push(format!(
+                            "{} {kind:?} via {how}: directory says {got:?}, lookup says {expected:?}",
+                            escape(full)
+                        ));
                     }
-                }
-                if !child.children.is_empty() {
-                    self.visit(&directory.subdirectory(name), &full, child);
                 }
             }
         }
+    });
+    (compared, mismatched, kept)
+}
+
+/// Absolute keys as a tree of components, walked the way the relabeler
+/// walks a filesystem: from `/`, one `subdirectory` per level.
+#[derive(Default)]
+pub struct KeyTree {
+    children: std::collections::BTreeMap<Vec<u8>, KeyTree>,
+}
+
+impl KeyTree {
+    /// The tree of every absolute key in `keys` (relative ones are left out).
+    pub fn of(keys: &[Vec<u8>]) -> KeyTree {
+        let mut root = KeyTree::default();
+        for key in keys.iter().filter(|key| key.starts_with(b"/")) {
+            let mut node = &mut root;
+            for name in key.split(|&byte| byte == b'/').filter(|name| !name.is_empty()) {
+                node = node.children.entry(name.to_vec()).or_default();
+            }
+        }
+        root
     }
-    let mut walk = Walk { contexts, reference, compared: 0, mismatched: 0, kept: Vec::new(), keep };
-    walk.visit(&contexts.directory(b"/"), b"/", &root);
-    (walk.compared, walk.mismatched, walk.kept)
+
+    /// Number of entries (every node but the root).
+    pub fn count(&self) -> usize {
+        self.children.values().map(|child| 1 + child.count()).sum()
+    }
+
+    /// Calls `visit(directory, directory key, entry name, entry key)` for
+    /// every entry below `key`; a directory's entries come before its
+    /// subdirectories' ones.
+    pub fn walk<'c>(
+        &self,
+        directory: &Directory<'c>,
+        key: &[u8],
+        visit: &mut impl FnMut(&Directory<'c>, &[u8], &[u8], &[u8]),
+    ) {
+        for name in self.children.keys() {
+            visit(directory, key, name, &entry_key(key, name));
+        }
+        for (name, child) in self.children.iter().filter(|(_, child)| !child.children.is_empty()) {
+            child.walk(&directory.subdirectory(name), &entry_key(key, name), visit);
+        }
+    }
 }
 
 /// Panics unless [`directory_mismatches`] finds none.
