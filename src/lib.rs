@@ -14,3 +14,4 @@ pub mod manifest;
 pub mod model;
 pub mod policy;
 pub mod relabel;
+pub mod store;

@@ -7,7 +7,7 @@ use clap::{Args as ClapArgs, ValueEnum};
 use semanifest::policy::{self, BuildError, BuildOptions};
 
 const AFTER_HELP: &str = "\
-Writes into OUT:
+Standalone (the default) writes into OUT:
   <module>.cil     the generated module (one commented block per path)
   base.cil         the embedded base policy it compiles against
   file_contexts    the labels every path of the layout must carry
@@ -16,15 +16,31 @@ Writes into OUT:
 Every `protected: true` path becomes a neverallow, so secilc proves over the
 whole policy (including --include files) that no other domain can touch it.
 
+With --target module --against STORE (a distribution's policy store, read
+only: a `semodule -p` ROOT, /var/lib/selinux/NAME, or a directory of CIL from
+`semodule -E --cil`), OUT gets:
+  <module>.cil     the layout as a module for the store: `semodule -X 400 -i`
+  policy.33        what the store builds with the module in (predicted by
+                   compiling store + module with secilc, neverallows checked)
+  file_contexts    likewise, with the store's .homedirs/.local/.subs beside it
+  report.txt       what the module changes: domains, labels before and after,
+  report.json      file-context collisions resolved, protections and every
+                   other domain that can still reach a protected type
+
 Examples:
   semanifest build --out out/
   semanifest build --layout worker.yaml --out out/ --include site.cil
-  semanifest build --out out/ --install-root /sysroot   # then boot /sysroot";
+  semanifest build --out out/ --install-root /sysroot   # then boot /sysroot
+  semanifest build --target module --against / --out out/   # this host's policy
+  semanifest build --target module --against /var/lib/selinux/default --out out/ \\
+      --stock-out stock/ --profile refpolicy";
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum Target {
     /// Base policy + module compiled into a complete policy.33.
     Standalone,
+    /// One module for an existing policy store (needs --against).
+    Module,
 }
 
 /// Compile a layout into SELinux policy and file_contexts.
@@ -56,14 +72,32 @@ pub struct Args {
     /// the resulting policy proves nothing.
     #[arg(long, hide = true)]
     unsafe_disable_neverallow: bool,
+    #[command(flatten)]
+    store: super::build_module::StoreArgs,
 }
 
 pub fn run(args: Args) -> Result<u8> {
+    if let Target::Module = args.target {
+        if args.install_root.is_some() || args.unsafe_disable_neverallow {
+            eprintln!("semanifest: error: --install-root is for the standalone target; install a module with `semodule -X 400 -i`");
+            return Ok(super::EXIT_BAD_INPUT);
+        }
+        return super::build_module::run(super::build_module::Request {
+            layout: args.layout,
+            out: args.out,
+            includes: args.includes,
+            secilc: args.secilc,
+            store: args.store,
+        });
+    }
+    if args.store.against.is_some() {
+        eprintln!("semanifest: error: --against needs --target module");
+        return Ok(super::EXIT_BAD_INPUT);
+    }
     let parsed = match super::load_layout(args.layout.as_deref()) {
         Ok(parsed) => parsed,
         Err(code) => return Ok(code),
     };
-    let Target::Standalone = args.target;
     let options = BuildOptions {
         out_dir: args.out,
         secilc: args.secilc,

@@ -2,6 +2,7 @@
 //! process exit code, and errors are printed once, here.
 
 mod build;
+mod build_module;
 mod check;
 mod layout;
 mod lookup;
@@ -82,12 +83,19 @@ fn init_tracing(verbosity: u8) {
 /// Loads `--layout FILE`, or the embedded default layout without one.
 /// Prints warnings; on errors prints every diagnostic and returns `Err(2)`.
 pub fn load_layout(path: Option<&std::path::Path>) -> Result<semanifest::manifest::Parsed, u8> {
+    load_layout_with(path, &semanifest::policy::base_facts())
+}
+
+/// [`load_layout`] against another base (a policy store's types).
+pub fn load_layout_with(
+    path: Option<&std::path::Path>,
+    base: &semanifest::manifest::BaseFacts,
+) -> Result<semanifest::manifest::Parsed, u8> {
     use semanifest::manifest;
-    let base = semanifest::policy::base_facts();
     let parsed = match path {
-        None => manifest::default_layout(&base),
+        None => manifest::default_layout(base),
         Some(path) => match manifest::read_source(path) {
-            Ok(source) => manifest::parse(source, &base),
+            Ok(source) => manifest::parse(source, base),
             Err(error) => {
                 eprintln!("semanifest: error: {error}");
                 return Err(EXIT_BAD_INPUT);

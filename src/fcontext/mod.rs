@@ -187,6 +187,23 @@ pub enum LoadError {
 #[derive(Debug)]
 pub struct FileContexts {
     matcher: Matcher,
+    /// Where each spec came from, in the matcher's order (cold: only
+    /// [`FileContexts::winner`] reads it).
+    origins: Vec<SpecOrigin>,
+}
+
+/// One spec as loaded, for explaining an answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpecOrigin {
+    /// The file it was read from, as named when loading.
+    pub file: String,
+    pub location: Location,
+    /// The path-regex field as written.
+    pub regex: String,
+    /// `S_IFMT` bits of the type field, 0 when absent.
+    pub mode: u32,
+    /// The context field as written (`<<none>>` included).
+    pub context: String,
 }
 
 impl FileContexts {
@@ -221,6 +238,13 @@ impl FileContexts {
         self.matcher.lookup(path, kind)
     }
 
+    /// The spec that decides [`Self::lookup`]'s answer (also when it is
+    /// `<<none>>`); `None` when no spec matches.
+    pub fn winner(&self, path: &[u8], kind: FileKind) -> Option<&SpecOrigin> {
+        let index = self.matcher.winner(path, kind)?;
+        self.origins.get(index as usize)
+    }
+
     /// Lookups for the entries of the directory `key` (a key as for
     /// [`Self::lookup`]), sharing the work on the directory's key: the way a
     /// tree walk should look up. `directory(d).lookup(name, kind)` always
@@ -250,7 +274,15 @@ impl FileContexts {
             specs.into_iter().partition(|(_, spec)| spec.has_meta);
         let first_exact = regex_specs.len();
         let mut prepared = Vec::with_capacity(first_exact + exact_specs.len());
+        let mut origins = Vec::with_capacity(first_exact + exact_specs.len());
         for (file, spec) in regex_specs.into_iter().chain(exact_specs) {
+            origins.push(SpecOrigin {
+                file: file.clone(),
+                location: spec.location,
+                regex: String::from_utf8_lossy(&spec.regex).into_owned(),
+                mode: spec.mode,
+                context: spec.context.clone(),
+            });
             let translation = dialect::translate(&spec.regex).map_err(|error| LoadError::Spec {
                 file,
                 location: spec.location,
@@ -272,7 +304,7 @@ impl FileContexts {
                 problem: error.0,
             },
         )?;
-        Ok(Self { matcher })
+        Ok(Self { matcher, origins })
     }
 }
 

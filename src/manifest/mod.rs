@@ -32,6 +32,10 @@ pub const MAX_MANIFEST_BYTES: usize = 4 << 20;
 pub struct BaseFacts {
     /// Every type the base policy declares.
     pub types: BTreeSet<String>,
+    /// A layout type the base already has is adopted without `baseType:
+    /// true`: true against a distribution's store, where `/var` is `var_t`
+    /// already and the module only adds to what the store says.
+    pub adopt_existing: bool,
 }
 
 /// A successfully compiled manifest and its warnings.

@@ -205,7 +205,7 @@ fn check_path(
     check_type_name(type_name, checker);
     let declared_base = flag(&raw.base_type);
     let in_base = checker.base.types.contains(&type_name.value);
-    if in_base && !declared_base {
+    if in_base && !declared_base && !checker.base.adopt_existing {
         checker
             .error(
                 "base-type",

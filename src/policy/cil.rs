@@ -11,6 +11,7 @@ use minijinja::{Environment, Error, ErrorKind, UndefinedBehavior};
 use super::plan::ModulePlan;
 
 const MODULE_TEMPLATE: &str = include_str!("../../templates/module.cil.j2");
+const STORE_MODULE_TEMPLATE: &str = include_str!("../../templates/store-module.cil.j2");
 
 fn environment() -> Environment<'static> {
     let mut env = Environment::new();
@@ -35,13 +36,19 @@ fn environment() -> Environment<'static> {
     });
     env.add_filter("comment", |text: String| -> Value { Value::from_safe_string(comment_lines(&text)) });
     env.add_template("module.cil", MODULE_TEMPLATE).expect("the module template parses");
+    env.add_template("store-module.cil", STORE_MODULE_TEMPLATE).expect("the store module template parses");
     env
 }
 
 /// The module's CIL text. Deterministic: the same plan gives the same bytes.
 pub fn render_module(plan: &ModulePlan) -> Result<String, Error> {
+    render_template("module.cil", plan)
+}
+
+/// Renders one of the templates with `value`, ending in a newline.
+pub(super) fn render_template<T: serde::Serialize>(name: &str, value: &T) -> Result<String, Error> {
     let env = environment();
-    let mut text = env.get_template("module.cil")?.render(minijinja::value::Serde(plan))?;
+    let mut text = env.get_template(name)?.render(minijinja::value::Serde(value))?;
     if !text.ends_with('\n') {
         text.push('\n');
     }

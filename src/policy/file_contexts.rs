@@ -79,7 +79,9 @@ fn sort_key(regex: &str) -> SortKey {
     key
 }
 
-fn compare(a: &FileCon, b: &FileCon) -> Ordering {
+/// secilc's order (`cil_post_filecon_compare`): `Greater` means `a` is
+/// written after `b`, so libselinux prefers `a` where both match.
+pub fn compare(a: &FileCon, b: &FileCon) -> Ordering {
     let (ka, kb) = (sort_key(&a.regex), sort_key(&b.regex));
     // Regex specs (meta) sort before exact ones.
     kb.meta
@@ -99,6 +101,12 @@ pub fn ordered_by_strcmp_only(a: &FileCon, b: &FileCon) -> bool {
         && ka.stem_len == kb.stem_len
         && ka.str_len == kb.str_len
         && a.file_type == b.file_type
+}
+
+/// Whether secilc counts `regex` as a regex (it has an unescaped
+/// metacharacter) rather than an exact path.
+pub fn has_meta(regex: &str) -> bool {
+    sort_key(regex).meta
 }
 
 /// The literal text before the first regex metacharacter, unescaped:

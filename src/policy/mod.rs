@@ -8,10 +8,12 @@
 //! interrupted build never leaves a half-written policy behind.
 
 pub mod base;
+pub mod cil_scan;
 mod cil;
 pub mod file_contexts;
 pub mod plan;
 pub mod secilc;
+pub mod store_module;
 
 use std::fs;
 use std::io::Write;
@@ -33,7 +35,7 @@ pub struct Generated {
 
 /// What the manifest rules need to know about the embedded base policy.
 pub fn base_facts() -> BaseFacts {
-    BaseFacts { types: base::base_types().into_iter().map(str::to_owned).collect() }
+    BaseFacts { types: base::base_types().into_iter().map(str::to_owned).collect(), adopt_existing: false }
 }
 
 /// The embedded base policy as one CIL text, file by file with a header each.
@@ -127,7 +129,8 @@ pub struct Violation {
     pub offending: Vec<String>,
 }
 
-fn describe_violations(violations: &[Violation]) -> String {
+/// The violations as `FILE:LINE:COL: error[neverallow]: …` lines.
+pub fn describe_violations(violations: &[Violation]) -> String {
     violations
         .iter()
         .map(|v| {
@@ -192,6 +195,7 @@ pub fn build(parsed: &Parsed, options: &BuildOptions) -> Result<BuildOutput, Bui
         policy_out: &policy_tmp,
         file_contexts_out: &fc_tmp,
         disable_neverallow: options.disable_neverallow,
+        flags: secilc::Flags::standalone(),
     })?;
     if !outcome.success {
         let _ = fs::remove_file(&policy_tmp);

@@ -46,14 +46,69 @@ pub struct Invocation<'a> {
     pub file_contexts_out: &'a Path,
     /// Skips neverallow checking (`-N`): only for deliberately broken controls.
     pub disable_neverallow: bool,
+    pub flags: Flags,
 }
 
-/// `secilc -M true -c 33 -o POLICY -f FILE_CONTEXTS INPUT...`: MLS on,
-/// policy version 33 (what Linux ≥ 5.x reads).
+/// How secilc builds the binary. [`Flags::STANDALONE`] is the standalone
+/// target's; a policy store sets these from its `semanage.conf` and flag
+/// files, as libsemanage does when it compiles the store.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Flags {
+    /// `--mls`; `None` leaves it to the policy's `(mls …)` statement.
+    pub mls: Option<bool>,
+    /// `--policyvers`; `None` is secilc's (libsepol's) newest.
+    pub policy_version: Option<u32>,
+    /// `--handle-unknown allow|deny|reject`; `None` keeps the policy's.
+    pub handle_unknown: Option<String>,
+    /// `--target selinux|xen`.
+    pub target_platform: Option<String>,
+    /// `--disable-dontaudit`.
+    pub disable_dontaudit: bool,
+    /// `--preserve-tunables`.
+    pub preserve_tunables: bool,
+    /// `--optimize`.
+    pub optimize: bool,
+}
+
+impl Flags {
+    /// MLS on, policy version 33 (what Linux ≥ 5.x reads).
+    pub fn standalone() -> Self {
+        Flags { mls: Some(true), policy_version: Some(33), ..Flags::default() }
+    }
+
+    fn args(&self) -> Vec<String> {
+        let mut args = Vec::new();
+        if let Some(mls) = self.mls {
+            args.push(format!("--mls={mls}"));
+        }
+        if let Some(version) = self.policy_version {
+            args.push(format!("--policyvers={version}"));
+        }
+        if let Some(handle) = &self.handle_unknown {
+            args.push(format!("--handle-unknown={handle}"));
+        }
+        if let Some(target) = &self.target_platform {
+            args.push(format!("--target={target}"));
+        }
+        if self.disable_dontaudit {
+            args.push("--disable-dontaudit".to_owned());
+        }
+        if self.preserve_tunables {
+            args.push("--preserve-tunables".to_owned());
+        }
+        if self.optimize {
+            args.push("--optimize".to_owned());
+        }
+        args
+    }
+}
+
+/// `secilc [FLAGS] -o POLICY -f FILE_CONTEXTS INPUT...`.
 pub fn run(invocation: &Invocation<'_>) -> Result<Outcome, SecilcError> {
     let mut command = Command::new(invocation.secilc);
     command
-        .args(["--mls=true", "--policyvers=33", "-o"])
+        .args(invocation.flags.args())
+        .arg("-o")
         .arg(invocation.policy_out)
         .arg("-f")
         .arg(invocation.file_contexts_out);
@@ -79,19 +134,35 @@ pub struct BrokenNeverallow {
 }
 
 /// The protected types whose generated neverallow secilc reported as
-/// violated, with the rules that broke them. secilc 3.4 prints
+/// violated, with the rules that broke them.
+pub fn violated_protections(output: &str) -> Vec<BrokenNeverallow> {
+    violated_neverallows(output)
+        .into_iter()
+        .filter(|broken| broken.subject.strip_suffix("_denied") == Some(broken.target.as_str()))
+        .map(|broken| BrokenNeverallow { type_name: broken.target, offending: broken.offending })
+        .collect()
+}
+
+/// One failed neverallow as secilc reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FailedNeverallow {
+    pub subject: String,
+    pub target: String,
+    /// The offending rules as `FILE:LINE: (allow …)`.
+    pub offending: Vec<String>,
+}
+
+/// Every neverallow secilc reported as violated. secilc 3.4 prints
 /// `neverallow check failed at …`, the neverallow, then for each culprit
 /// `allow at FILE:LINE` and the rule itself.
-pub fn violated_protections(output: &str) -> Vec<BrokenNeverallow> {
-    let mut broken: Vec<BrokenNeverallow> = Vec::new();
+pub fn violated_neverallows(output: &str) -> Vec<FailedNeverallow> {
+    let mut broken: Vec<FailedNeverallow> = Vec::new();
     let mut lines = output.lines().map(str::trim).peekable();
     while let Some(line) = lines.next() {
         if let Some(rest) = line.strip_prefix("(neverallow ") {
             let mut fields = rest.split_whitespace();
             if let (Some(subject), Some(target)) = (fields.next(), fields.next()) {
-                if subject.strip_suffix("_denied") == Some(target) {
-                    broken.push(BrokenNeverallow { type_name: target.to_owned(), offending: Vec::new() });
-                }
+                broken.push(FailedNeverallow { subject: subject.to_owned(), target: target.to_owned(), offending: Vec::new() });
             }
         } else if let Some(location) = line.strip_prefix("allow at ") {
             let rule = lines.next_if(|next| next.starts_with('(')).unwrap_or_default();

@@ -1,0 +1,139 @@
+//! `semanifest build --target module --against STORE`, and the store
+//! arguments `check --against` shares.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use clap::{Args as ClapArgs, ValueEnum};
+use semanifest::manifest::Parsed;
+use semanifest::store::{self, Baseline, ModuleError, ProfileName};
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum ProfileArg {
+    /// Detect from the store's names.
+    Auto,
+    /// refpolicy's container module (Debian, Ubuntu): container_engine_t
+    /// runs the runtime, privileged_container_domain marks spc_t.
+    Refpolicy,
+    /// container-selinux (Fedora, RHEL, RHCOS): container_runtime_t runs
+    /// the runtime, unconfined container domains are privileged.
+    ContainerSelinux,
+}
+
+/// The policy store to build or check against.
+#[derive(ClapArgs, Clone, Default)]
+pub struct StoreArgs {
+    /// A policy store, only read: a root as for `semodule -p ROOT` (`/` for
+    /// this host), a store directory (/var/lib/selinux/NAME), or a
+    /// directory of CIL files from `semodule -E --cil`.
+    #[arg(long, value_name = "STORE")]
+    pub against: Option<PathBuf>,
+    /// The store's container policy, for the names that differ.
+    #[arg(long, value_enum, value_name = "PROFILE")]
+    pub profile: Option<ProfileArg>,
+    /// Run a layout domain as this store type (repeatable), e.g.
+    /// `--map kubelet=unconfined_service_t`. Without it a domain keeps its
+    /// type when the store has it, a workload becomes the profile's
+    /// workload type, the domain that starts workloads the profile's
+    /// runtime type, and any other is declared by the module.
+    #[arg(long = "map", value_name = "DOMAIN=TYPE", value_parser = parse_map)]
+    pub maps: Vec<(String, String)>,
+    /// Also write the store's own policy.33 and file_contexts, as predicted
+    /// without the module, into DIR (the control for a before/after test).
+    #[arg(long, value_name = "DIR")]
+    pub stock_out: Option<PathBuf>,
+}
+
+fn parse_map(text: &str) -> Result<(String, String), String> {
+    let (domain, store_type) = text.split_once('=').ok_or("expected DOMAIN=TYPE")?;
+    if domain.is_empty() || store_type.is_empty() {
+        return Err("expected DOMAIN=TYPE".to_owned());
+    }
+    Ok((domain.to_owned(), store_type.to_owned()))
+}
+
+impl StoreArgs {
+    pub fn options(&self, includes: Vec<PathBuf>, secilc: Option<PathBuf>) -> store::Options {
+        store::Options {
+            secilc,
+            profile: match self.profile {
+                None | Some(ProfileArg::Auto) => None,
+                Some(ProfileArg::Refpolicy) => Some(ProfileName::Refpolicy),
+                Some(ProfileArg::ContainerSelinux) => Some(ProfileName::ContainerSelinux),
+            },
+            maps: self.maps.clone(),
+            includes,
+        }
+    }
+}
+
+pub struct Request {
+    pub layout: Option<PathBuf>,
+    pub out: PathBuf,
+    pub includes: Vec<PathBuf>,
+    pub secilc: Option<PathBuf>,
+    pub store: StoreArgs,
+}
+
+/// Opens the store and parses the layout against it. A store that already
+/// holds the layout's module is compiled again without it, since the new
+/// module replaces it. `Err(code)` once the problem is printed.
+pub fn prepare(
+    against: &Path,
+    layout: Option<&Path>,
+    options: &store::Options,
+) -> Result<(Baseline, Parsed), u8> {
+    eprintln!("semanifest: reading {} and compiling it as it is with secilc…", against.display());
+    let baseline = Baseline::prepare(against, options, None).map_err(print_store_error)?;
+    let parsed = super::load_layout_with(layout, &baseline.base_facts())?;
+    if baseline.store.module(&parsed.layout.module).is_none() {
+        return Ok((baseline, parsed));
+    }
+    eprintln!("semanifest: the store has module `{}` already; compiling it again without it…", parsed.layout.module);
+    let baseline =
+        Baseline::prepare(against, options, Some(&parsed.layout.module)).map_err(print_store_error)?;
+    let parsed = super::load_layout_with(layout, &baseline.base_facts())?;
+    Ok((baseline, parsed))
+}
+
+fn print_store_error(error: store::StoreError) -> u8 {
+    eprintln!("semanifest: error: {error}");
+    super::EXIT_BAD_INPUT
+}
+
+pub fn run(request: Request) -> Result<u8> {
+    let Some(against) = request.store.against.clone() else {
+        eprintln!("semanifest: error: --target module needs --against STORE (the policy store to build for)");
+        return Ok(super::EXIT_BAD_INPUT);
+    };
+    let options = request.store.options(request.includes, request.secilc);
+    let (baseline, parsed) = match prepare(&against, request.layout.as_deref(), &options) {
+        Ok(prepared) => prepared,
+        Err(code) => return Ok(code),
+    };
+    if let Some(dir) = &request.store.stock_out {
+        for path in baseline.write_stock(dir)? {
+            eprintln!("wrote {}", path.display());
+        }
+    }
+    eprintln!(
+        "semanifest: building module `{}` for profile {}, compiling store + module…",
+        parsed.layout.module,
+        baseline.profile.name.as_str()
+    );
+    match store::build(&baseline, &parsed, &options) {
+        Ok(build) => {
+            let written = build.write(&request.out)?;
+            print!("{}", store::report::render_text(&build.report));
+            for path in written {
+                eprintln!("wrote {}", path.display());
+            }
+            Ok(super::EXIT_OK)
+        }
+        Err(ModuleError::Store(error)) => Err(error.into()),
+        Err(error) => {
+            eprintln!("semanifest: error: {error}");
+            Ok(super::EXIT_BAD_INPUT)
+        }
+    }
+}
