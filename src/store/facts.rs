@@ -42,9 +42,16 @@ impl Facts {
     /// store's modules.
     pub fn read(store: &Store, policy: &Path) -> Result<Facts, StoreError> {
         let mut facts = Facts::default();
-        let text = run_tool("seinfo", &["-x", "-t", "-a", "-c", "--common"], policy)?;
-        facts.parse_seinfo(&text);
-        let text = run_tool("sesearch", &["-A", "-c", "process", "-p", "transition,dyntransition"], policy)?;
+        // Two independent readers of the same file: run them side by side.
+        let (names, transitions) = std::thread::scope(|scope| {
+            let names = scope.spawn(|| run_tool("seinfo", &["-x", "-t", "-a", "-c", "--common"], policy));
+            let transitions =
+                scope.spawn(|| run_tool("sesearch", &["-A", "-c", "process", "-p", "transition,dyntransition"], policy));
+            (names.join(), transitions.join())
+        });
+        let panicked = |tool| StoreError::Setools { tool, detail: "the reader thread panicked".to_owned() };
+        facts.parse_seinfo(&names.map_err(|_| panicked("seinfo"))??);
+        let text = transitions.map_err(|_| panicked("sesearch"))??;
         for (source, target) in allow_pairs(&text, &facts.attributes) {
             if source != target {
                 facts.transitions.entry(source).or_default().insert(target);

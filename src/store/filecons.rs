@@ -466,6 +466,7 @@ pub fn resolve(layout: &Layout, store: &StoreContexts<'_>, work_dir: &Path) -> R
         let merged = merged_text(store, &resolution.filecons(layout));
         let contexts = load(work_dir, store.siblings, &merged)?;
         let mismatches = prove(&contexts, &resolution.probes);
+        tracing::debug!("file contexts round {_round}: {} mismatches", mismatches.len());
         if mismatches.is_empty() {
             if !protected_done {
                 protected_done = true;

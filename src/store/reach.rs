@@ -77,22 +77,34 @@ pub struct Protected<'a> {
     pub granted: BTreeSet<String>,
 }
 
-/// Queries the predicted `policy` for every protected type.
+/// The `sesearch` query for every allow rule on a file class whose target
+/// is one of `types` or an attribute holding one (a single run for all).
+pub fn query(policy: &Path, types: &[&str]) -> Result<String, StoreError> {
+    let classes = FILE_CLASSES.join(",");
+    let names: Vec<String> = types.iter().map(|t| regex_syntax::escape(t)).collect();
+    let pattern = format!("^({})$", names.join("|"));
+    run_tool("sesearch", &["-A", "-rt", "-t", &pattern, "-c", &classes], policy)
+}
+
+/// Sorts the rules of [`query`]'s output out per protected type.
+/// `attributes` are the predicted policy's.
 pub fn reach(
-    policy: &Path,
+    rules_text: &str,
     attributes: &Facts,
     workload_set: &BTreeSet<String>,
     protected: &[Protected<'_>],
-) -> Result<Vec<Reach>, StoreError> {
-    let classes = FILE_CLASSES.join(",");
+) -> Vec<Reach> {
+    let rules = allow_lines(rules_text);
     let mut reaches = Vec::new();
     for item in protected {
-        let text = run_tool("sesearch", &["-A", "-t", item.type_name, "-c", &classes], policy)?;
         let mut groups: BTreeMap<String, (BTreeSet<String>, BTreeSet<String>, &'static str)> = BTreeMap::new();
         let mut traversal: BTreeSet<String> = BTreeSet::new();
         let mut traversal_rules: BTreeSet<String> = BTreeSet::new();
         let mut everyone: BTreeSet<String> = BTreeSet::new();
-        for line in allow_lines(&text) {
+        let covers = |target: &str| {
+            target == item.type_name || attributes.attributes.get(target).is_some_and(|members| members.contains(item.type_name))
+        };
+        for line in rules.iter().filter(|line| covers(&line.target)) {
             let sources = attributes.expand(&line.source);
             let via = if attributes.has_attribute(&line.source) {
                 line.source.clone()
@@ -143,7 +155,7 @@ pub fn reach(
             groups,
         });
     }
-    Ok(reaches)
+    reaches
 }
 
 #[cfg(test)]

@@ -79,6 +79,7 @@ impl Baseline {
     /// name (an older version of the layout's own module).
     pub fn prepare(path: &Path, options: &Options, exclude: Option<&str>) -> Result<Baseline, StoreError> {
         let store = Store::open(path)?;
+        tracing::debug!("store read: {} modules", store.modules.len());
         let secilc = secilc::locate(options.secilc.as_deref())?;
         let work = tempfile::Builder::new().prefix("semanifest-store-").tempdir().map_err(|e| StoreError::io(Path::new("temporary directory"), e))?;
         let all_inputs = compile::module_inputs(&store, &work.path().join("modules"))?;
@@ -87,6 +88,7 @@ impl Baseline {
             Err(refused) => return Err(StoreError::StockRefused { output: refused.output }),
         };
         let verification = verify(&store, &as_built)?;
+        tracing::debug!("store compiled and verified: {verification:?}");
         let replaced = exclude.and_then(|name| store.module(name)).map(|m| (m.name.clone(), m.priority));
         let (inputs, stock) = match &replaced {
             None => (all_inputs, as_built),
@@ -103,6 +105,7 @@ impl Baseline {
             }
         };
         let mut facts = Facts::read(&store, &stock.policy)?;
+        tracing::debug!("facts read: {} types", facts.types.len());
         if let Some((name, _)) = &replaced {
             facts.providers.retain(|_, module| module != name);
             for modules in facts.filecon_modules.values_mut() {
@@ -373,7 +376,9 @@ pub fn build(baseline: &Baseline, parsed: &Parsed, options: &Options) -> Result<
 
     // File contexts that win.
     let contexts = StoreContexts { specs: &baseline.specs, siblings: &baseline.siblings, modules: &facts.filecon_modules };
+    tracing::debug!("resolving file contexts");
     let resolution = filecons::resolve(layout, &contexts, &baseline.work_dir().join("resolve"))?;
+    tracing::debug!("file contexts resolved");
     let stock = baseline.stock_contexts()?;
     let paths = path_reports(layout, &resolution, &stock, facts);
 
@@ -421,6 +426,7 @@ pub fn build(baseline: &Baseline, parsed: &Parsed, options: &Options) -> Result<
         classes: facts.classes.clone(),
     };
     let module_cil = store_module::render(layout, &parsed.source.name, &target)?;
+    tracing::debug!("module rendered");
 
     // Store + module (+ includes), every neverallow checked.
     let work = baseline.work_dir().join("predicted");
@@ -441,6 +447,7 @@ pub fn build(baseline: &Baseline, parsed: &Parsed, options: &Options) -> Result<
         Err(refused) => return Err(rejected(parsed, &refused.output)),
     };
 
+    tracing::debug!("store + module compiled");
     // The proof, on the real merged file.
     let text = fs::read_to_string(&predicted.file_contexts).map_err(|e| StoreError::io(&predicted.file_contexts, e))?;
     let main = baseline.siblings.write_with(&work.join("proof"), &text)?;
@@ -451,12 +458,21 @@ pub fn build(baseline: &Baseline, parsed: &Parsed, options: &Options) -> Result<
     }
     let proven_keys = resolution.probes.len();
 
-    // Who else reaches each protected type.
-    let predicted_facts = {
-        let mut f = Facts::default();
-        let text = super::facts::run_tool("seinfo", &["-x", "-a"], &predicted.policy)?;
-        f.parse_attributes(&text);
-        f
+    tracing::debug!("proven");
+    // Who else reaches each protected type: the predicted policy's
+    // attributes and its rules on protected types, read in parallel.
+    let protected_types: BTreeSet<&str> = layout.protected().map(|r| r.type_name.as_str()).collect();
+    let protected_types: Vec<&str> = protected_types.into_iter().collect();
+    let (attributes, rules_text) = std::thread::scope(|scope| {
+        let attributes = scope.spawn(|| super::facts::run_tool("seinfo", &["-x", "-a"], &predicted.policy));
+        let rules = (!protected_types.is_empty()).then(|| scope.spawn(|| reach::query(&predicted.policy, &protected_types)));
+        (attributes.join(), rules.map(|r| r.join()))
+    });
+    let mut predicted_facts = Facts::default();
+    predicted_facts.parse_attributes(&attributes.map_err(|_| StoreError::Setools { tool: "seinfo", detail: "panicked".into() })??);
+    let rules_text = match rules_text {
+        None => String::new(),
+        Some(joined) => joined.map_err(|_| StoreError::Setools { tool: "sesearch", detail: "panicked".into() })??,
     };
     let mut protected: Vec<Protected<'_>> = Vec::new();
     let mut declared_at: BTreeMap<&str, String> = BTreeMap::new();
@@ -472,7 +488,8 @@ pub fn build(baseline: &Baseline, parsed: &Parsed, options: &Options) -> Result<
             granted: rule.access.keys().map(|&d| domain_types[&layout.domain(d).type_name].clone()).collect(),
         });
     }
-    let reaches = reach::reach(&predicted.policy, &predicted_facts, &workload_members, &protected)?;
+    let reaches = reach::reach(&rules_text, &predicted_facts, &workload_members, &protected);
+    tracing::debug!("reach computed");
     let protections = reaches
         .into_iter()
         .map(|reach| Protection { declared_at: declared_at.get(reach.type_name.as_str()).cloned().unwrap_or_default(), reach })
