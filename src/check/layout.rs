@@ -180,6 +180,11 @@ fn base_overlaps(parsed: &Parsed, layout: &Layout) -> Vec<Finding> {
 
 /// Paths granted to a domain but below a protected path it may not cross:
 /// reachable only through bind mounts, by design. Noted so it stays visible.
+/// Granted paths below a protected path (notes; target-independent).
+pub fn below_protected_notes(parsed: &Parsed) -> Vec<Finding> {
+    below_protected(parsed, &parsed.layout)
+}
+
 fn below_protected(parsed: &Parsed, layout: &Layout) -> Vec<Finding> {
     let mut findings = Vec::new();
     for rule in layout.paths.iter().filter(|r| !r.protected) {

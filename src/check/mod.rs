@@ -12,6 +12,7 @@ pub mod layout;
 pub mod policy;
 pub mod report;
 pub mod rules;
+pub mod store;
 
 use std::path::PathBuf;
 
@@ -61,6 +62,46 @@ pub fn run(parsed: &Parsed, options: &CheckOptions) -> Outcome {
         Err(error) => outcome.input_errors.push(error.to_string()),
     }
 
+    let contexts = || {
+        let text = crate::policy::file_contexts_text(&parsed.layout);
+        crate::fcontext::FileContexts::from_text(&parsed.source.name, text.as_bytes()).map_err(|e| e.to_string())
+    };
+    workload_and_label_phases(parsed, options, contexts, &mut outcome);
+    outcome
+}
+
+/// Like [`run`], with the policy phase against a distribution's store
+/// instead of the standalone base: the module is built, compiled with the
+/// store and proven ([`store::check`]), and labels are checked against the
+/// predicted file contexts.
+pub fn run_against(
+    parsed: &Parsed,
+    options: &CheckOptions,
+    baseline: &crate::store::Baseline,
+    store_options: &crate::store::Options,
+) -> Outcome {
+    let mut outcome = Outcome::default();
+    outcome.findings.extend(parsed.warnings.iter().map(|d| layout::finding_of(d, &parsed.source)));
+    outcome.findings.extend(layout::below_protected_notes(parsed));
+    let result = store::check(parsed, baseline, store_options);
+    outcome.findings.extend(result.findings);
+    outcome.input_errors.extend(result.input_errors);
+    let predicted = result.file_contexts;
+    let contexts = || match predicted {
+        Some(path) => crate::fcontext::FileContexts::load(&path).map_err(|e| e.to_string()),
+        None => Err("no predicted file_contexts: the store phase failed".to_owned()),
+    };
+    workload_and_label_phases(parsed, options, contexts, &mut outcome);
+    outcome
+}
+
+/// The Kubernetes and label phases, shared by both policy targets.
+fn workload_and_label_phases(
+    parsed: &Parsed,
+    options: &CheckOptions,
+    contexts: impl FnOnce() -> Result<crate::fcontext::FileContexts, String>,
+    outcome: &mut Outcome,
+) {
     if !options.k8s.is_empty() {
         let manifests = match k8s::load_paths(&options.k8s) {
             Ok(manifests) => manifests,
@@ -82,9 +123,8 @@ pub fn run(parsed: &Parsed, options: &CheckOptions) -> Outcome {
     }
 
     if let Some(root) = &options.labels {
-        let text = crate::policy::file_contexts_text(&parsed.layout);
-        match crate::fcontext::FileContexts::from_text(&parsed.source.name, text.as_bytes()) {
-            Err(error) => outcome.input_errors.push(InputError::FileContexts(error.to_string()).to_string()),
+        match contexts() {
+            Err(error) => outcome.input_errors.push(InputError::FileContexts(error).to_string()),
             Ok(contexts) => match labels::check(&contexts, root) {
                 Ok(report) => {
                     outcome.labels_examined = Some(report.summary.examined);
@@ -94,7 +134,6 @@ pub fn run(parsed: &Parsed, options: &CheckOptions) -> Outcome {
             },
         }
     }
-    outcome
 }
 
 /// A manifest position as a report location in `file` (named as given).

@@ -70,6 +70,28 @@ rule!(LABELS_ERROR, "labels-error", "LabelsError", Error,
     "An object's label could not be read.",
     "An object whose label cannot be checked may carry any label.");
 
+rule!(STORE_MAPPING, "store-mapping", "StoreMapping", Error,
+    "A layout domain cannot run as the store type it maps to.",
+    "A domain mapped to a file type, to a type the store lacks, or a workload mapped to a privileged container domain cannot be confined as the layout says.");
+rule!(STORE_FILECON, "store-filecon", "StoreFileContext", Error,
+    "The store's file contexts would label a layout path otherwise, and the module cannot win.",
+    "A `semanage fcontext` entry (file_contexts.local) beats every module, and some store specs have no equivalent that sorts after them; the path would carry the store's label, not the layout's.");
+rule!(STORE_FILECON_RESOLVED, "store-filecon-resolved", "StoreFileContextResolved", Note,
+    "A store file context collided with or shadowed a layout path; the module writes lines that win.",
+    "An identical regex in two modules is deduplicated by secilc in module-name order, and a store spec that sorts later wins; the module's lines are chosen so neither decides, and proven by lookups.");
+rule!(STORE_FILECON_KEPT, "store-filecon-kept", "StoreFileContextKept", Note,
+    "A store file context keeps labelling what it names below an unprotected layout path.",
+    "Below unprotected paths the store's refinements (e.g. container image layers) stay; name the path in the layout to change it.");
+rule!(STORE_FILECON_ALIASED, "store-filecon-aliased", "StoreFileContextAliased", Warning,
+    "The store's substitution files alias a layout path elsewhere, so its label cannot apply.",
+    "libselinux rewrites keys below an alias (e.g. /var/run → /run) before matching: the layout's spec for it never matches.");
+rule!(STORE_PREDICTION, "store-prediction", "StorePrediction", Warning,
+    "The store compiled here differs from what the store built itself.",
+    "The predicted policy.33 is then not byte-for-byte what semodule will install (local customisations, another libsepol).");
+rule!(STORE_REACH, "store-reach", "StoreReach", Note,
+    "Domains outside the workload set can still reach a protected type, by the store's design.",
+    "On a distribution, unconfined and administrative domains reach every file type; the protection holds against workloads, and the rest is shown, not hidden.");
+
 /// The rule a manifest diagnostic code belongs to.
 pub fn layout_rule(code: &str) -> &'static Rule {
     match code {
@@ -88,7 +110,7 @@ pub fn layout_rule(code: &str) -> &'static Rule {
 }
 
 /// Every rule of this module, for documentation and SARIF.
-pub static RULES: [&Rule; 18] = [
+pub static RULES: [&Rule; 25] = [
     &LAYOUT_YAML,
     &LAYOUT_HEADER,
     &LAYOUT_PATH,
@@ -107,4 +129,11 @@ pub static RULES: [&Rule; 18] = [
     &POLICY_TRANSITION,
     &LABELS_DRIFT,
     &LABELS_ERROR,
+    &STORE_MAPPING,
+    &STORE_FILECON,
+    &STORE_FILECON_RESOLVED,
+    &STORE_FILECON_KEPT,
+    &STORE_FILECON_ALIASED,
+    &STORE_PREDICTION,
+    &STORE_REACH,
 ];

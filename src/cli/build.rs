@@ -74,6 +74,11 @@ pub struct Args {
     unsafe_disable_neverallow: bool,
     #[command(flatten)]
     store: super::build_module::StoreArgs,
+    /// With --target module: also write the store's own policy.33 and
+    /// file_contexts, as predicted without the module, into DIR (the
+    /// control for a before/after test).
+    #[arg(long, value_name = "DIR")]
+    stock_out: Option<PathBuf>,
 }
 
 pub fn run(args: Args) -> Result<u8> {
@@ -88,10 +93,11 @@ pub fn run(args: Args) -> Result<u8> {
             includes: args.includes,
             secilc: args.secilc,
             store: args.store,
+            stock_out: args.stock_out,
         });
     }
-    if args.store.against.is_some() {
-        eprintln!("semanifest: error: --against needs --target module");
+    if args.store.against.is_some() || args.stock_out.is_some() {
+        eprintln!("semanifest: error: --against and --stock-out need --target module");
         return Ok(super::EXIT_BAD_INPUT);
     }
     let parsed = match super::load_layout(args.layout.as_deref()) {

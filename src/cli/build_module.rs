@@ -38,10 +38,6 @@ pub struct StoreArgs {
     /// runtime type, and any other is declared by the module.
     #[arg(long = "map", value_name = "DOMAIN=TYPE", value_parser = parse_map)]
     pub maps: Vec<(String, String)>,
-    /// Also write the store's own policy.33 and file_contexts, as predicted
-    /// without the module, into DIR (the control for a before/after test).
-    #[arg(long, value_name = "DIR")]
-    pub stock_out: Option<PathBuf>,
 }
 
 fn parse_map(text: &str) -> Result<(String, String), String> {
@@ -73,6 +69,7 @@ pub struct Request {
     pub includes: Vec<PathBuf>,
     pub secilc: Option<PathBuf>,
     pub store: StoreArgs,
+    pub stock_out: Option<PathBuf>,
 }
 
 /// Opens the store and parses the layout against it. A store that already
@@ -111,7 +108,7 @@ pub fn run(request: Request) -> Result<u8> {
         Ok(prepared) => prepared,
         Err(code) => return Ok(code),
     };
-    if let Some(dir) = &request.store.stock_out {
+    if let Some(dir) = &request.stock_out {
         for path in baseline.write_stock(dir)? {
             eprintln!("wrote {}", path.display());
         }

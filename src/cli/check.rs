@@ -19,6 +19,12 @@ Phases, in order:
   k8s         every hostPath volume in --k8s files/directories (Pods and
               every workload kind, Lists, multi-document files) against the
               layout's hostPath roots and protected paths
+              with --against STORE instead: the layout is built as a module
+              for that policy store (see `build --target module`), compiled
+              with the store's modules (neverallows checked whatever the
+              store's expand-check says) and its file contexts proven;
+              collisions resolved, refinements kept, aliased paths and every
+              domain that can still reach a protected type are reported
   labels      with --labels ROOT: every object under ROOT whose
               security.selinux differs from the layout (ROOT is an image or
               node root, as in `setfiles -r`)
@@ -29,7 +35,8 @@ Exit codes: 0 clean; 1 findings at error level (or warnings with
 Examples:
   semanifest check --k8s deploy/
   semanifest check --layout node.yaml --include site.cil --k8s charts/rendered/ --format sarif > check.sarif
-  semanifest check --labels /sysroot --format json";
+  semanifest check --labels /sysroot --format json
+  semanifest check --layout node.yaml --against /var/lib/selinux/default";
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum Format {
@@ -66,18 +73,49 @@ pub struct Args {
     /// The secilc to run (default: `secilc` on PATH).
     #[arg(long, value_name = "PATH")]
     secilc: Option<PathBuf>,
+    #[command(flatten)]
+    store: super::build_module::StoreArgs,
+}
+
+/// Parses the layout against `base`; `Err` when it cannot even be read.
+pub fn parse_layout(
+    layout: Option<&std::path::Path>,
+    base: &manifest::BaseFacts,
+) -> Result<Result<manifest::Parsed, semanifest::diag::Report>, u8> {
+    Ok(match layout {
+        None => manifest::default_layout(base),
+        Some(path) => match manifest::read_source(path) {
+            Ok(source) => manifest::parse(source, base),
+            Err(error) => {
+                eprintln!("semanifest: error: {error}");
+                return Err(super::EXIT_BAD_INPUT);
+            }
+        },
+    })
 }
 
 pub fn run(args: Args) -> Result<u8> {
-    let base = semanifest::policy::base_facts();
-    let parsed = match &args.layout {
-        None => manifest::default_layout(&base),
-        Some(path) => match manifest::read_source(path) {
-            Ok(source) => manifest::parse(source, &base),
-            Err(error) => {
-                eprintln!("semanifest: error: {error}");
-                return Ok(super::EXIT_BAD_INPUT);
+    let options = CheckOptions {
+        includes: args.includes.clone(),
+        k8s: args.k8s.clone(),
+        labels: args.labels.clone(),
+        secilc: args.secilc.clone(),
+    };
+    let against = match &args.store.against {
+        None => None,
+        Some(store) => {
+            let store_options = args.store.options(args.includes.clone(), args.secilc.clone());
+            match super::check_store::prepare(store, args.layout.as_deref(), store_options) {
+                Ok(prepared) => Some(prepared),
+                Err(code) => return Ok(code),
             }
+        }
+    };
+    let parsed = match &against {
+        Some(prepared) => prepared.parsed.clone(),
+        None => match parse_layout(args.layout.as_deref(), &semanifest::policy::base_facts()) {
+            Ok(parsed) => parsed,
+            Err(code) => return Ok(code),
         },
     };
     let (findings, input_errors, examined) = match parsed {
@@ -87,13 +125,10 @@ pub fn run(args: Args) -> Result<u8> {
             (findings, Vec::new(), None)
         }
         Ok(parsed) => {
-            let options = CheckOptions {
-                includes: args.includes,
-                k8s: args.k8s,
-                labels: args.labels,
-                secilc: args.secilc,
+            let outcome = match &against {
+                None => check::run(&parsed, &options),
+                Some(prepared) => check::run_against(&parsed, &options, &prepared.baseline, &prepared.options),
             };
-            let outcome = check::run(&parsed, &options);
             (outcome.findings, outcome.input_errors, outcome.labels_examined)
         }
     };

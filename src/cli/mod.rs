@@ -4,6 +4,7 @@
 mod build;
 mod build_module;
 mod check;
+mod check_store;
 mod layout;
 mod lookup;
 mod relabel;

@@ -75,8 +75,11 @@ pub fn render_text(report: &ModuleReport) -> String {
         } else {
             let _ = writeln!(out, "  {}: {before}{from} → {}", path.path, path.after);
         }
-        for event in &path.events {
+        for event in path.events.iter().filter(|e| !matches!(e, Event::Kept { .. })) {
             let _ = writeln!(out, "      {}", describe_event(event));
+        }
+        if let Some(summary) = kept_summary(&path.events) {
+            let _ = writeln!(out, "      {summary}");
         }
         if !path.lines.is_empty() && path.lines.len() > 1 {
             let lines: Vec<String> = path.lines.iter().map(|l| format!("`{}`", l.regex)).collect();
@@ -157,6 +160,24 @@ fn spec(spec: &SpecRef) -> String {
     let modules = if spec.modules.is_empty() { String::new() } else { format!(", module {}", spec.modules.join(", ")) };
     let file_type = if spec.file_type == "any" { String::new() } else { format!(" {}", spec.file_type) };
     format!("`{}`{file_type} {} (line {}{modules})", spec.regex, spec.context, spec.line)
+}
+
+/// Store specs kept below a path, in one line: how many, and the first few.
+pub fn kept_summary(events: &[Event]) -> Option<String> {
+    let kept: Vec<&SpecRef> = events.iter().filter_map(|e| if let Event::Kept { spec } = e { Some(spec) } else { None }).collect();
+    let first = kept.first()?;
+    let examples: Vec<String> = kept.iter().take(3).map(|s| spec(s)).collect();
+    let more = kept.len().saturating_sub(3);
+    let _ = first;
+    Some(format!(
+        "kept: {} store spec{} below it still label what {} name{} (the path is not protected): {}{}",
+        kept.len(),
+        if kept.len() == 1 { "" } else { "s" },
+        if kept.len() == 1 { "it" } else { "they" },
+        if kept.len() == 1 { "s" } else { "" },
+        examples.join("; "),
+        if more > 0 { format!("; and {more} more (report.json lists them all)") } else { String::new() }
+    ))
 }
 
 pub fn describe_event(event: &Event) -> String {
