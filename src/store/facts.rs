@@ -182,6 +182,19 @@ impl Facts {
         self.attributes.contains_key(name)
     }
 
+    /// Whether the store declares attribute `name`: secilc drops an
+    /// attribute no rule uses from the binary, so the modules' CIL counts too.
+    pub fn declares_attribute(&self, name: &str) -> bool {
+        self.attributes.contains_key(name) || (self.providers.contains_key(name) && !self.types.contains_key(name))
+    }
+
+    /// Whether `name` is a type holding `attribute`; when the binary lost
+    /// the attribute (no rule uses it), any type of that name counts.
+    pub fn is_member(&self, name: &str, attribute: &str) -> bool {
+        let Some(name) = self.resolve(name) else { return false };
+        self.holds(name, attribute) || !self.attributes.contains_key(attribute)
+    }
+
     /// Whether type `name` holds `attribute`.
     pub fn holds(&self, name: &str, attribute: &str) -> bool {
         self.types.get(name).is_some_and(|held| held.contains(attribute))

@@ -90,12 +90,12 @@ impl Profile {
             .iter()
             .chain([&self.domain_attribute, &self.workload_attribute, &self.privileged_attribute]);
         for attribute in attributes {
-            if !facts.has_attribute(attribute) {
+            if !facts.declares_attribute(attribute) {
                 missing.push(format!("attribute {attribute}"));
             }
         }
         for domain in [self.workload_type, self.runtime_type] {
-            if !facts.holds(domain, self.domain_attribute) {
+            if !facts.is_member(domain, self.domain_attribute) {
                 missing.push(format!("domain {domain}"));
             }
         }

@@ -36,7 +36,9 @@ pub struct Reach {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ReachGroup {
-    /// The attribute (or, for a rule naming types only, the type) that grants it.
+    /// The attribute that grants it: the rule's source attribute, its
+    /// target attribute, or both as `SOURCE → TARGET` (for a rule naming
+    /// types only, the source type).
     pub via: String,
     /// `write` (may modify), `read` (may read content) or `metadata`.
     pub access: &'static str,
@@ -106,12 +108,11 @@ pub fn reach(
         };
         for line in rules.iter().filter(|line| covers(&line.target)) {
             let sources = attributes.expand(&line.source);
-            let via = if attributes.has_attribute(&line.source) {
-                line.source.clone()
-            } else if attributes.has_attribute(&line.target) {
-                line.target.clone()
-            } else {
-                line.source.clone()
+            let via = match (attributes.has_attribute(&line.source), attributes.has_attribute(&line.target)) {
+                (true, true) => format!("{} → {}", line.source, line.target),
+                (true, false) => line.source.clone(),
+                (false, true) => line.target.clone(),
+                (false, false) => line.source.clone(),
             };
             let access = strength(&line.perms);
             for domain in sources {

@@ -385,7 +385,7 @@ pub fn build(baseline: &Baseline, parsed: &Parsed, options: &Options) -> Result<
     let adopted: BTreeSet<String> =
         layout.paths.iter().filter(|r| facts.resolve(&r.type_name).is_some()).map(|r| r.type_name.clone()).collect();
     for rule in &layout.paths {
-        if adopted.contains(&rule.type_name) && !facts.holds(facts.resolve(&rule.type_name).unwrap_or_default(), "file_type") {
+        if adopted.contains(&rule.type_name) && !facts.is_member(&rule.type_name, "file_type") {
             return Err(ModuleError::Mapping(format!(
                 "{}: type `{}` of `{}` is the store's, but not a file type there",
                 location(parsed, rule.pos),
@@ -559,7 +559,7 @@ fn map_domains(
             return Err(ModuleError::Mapping(format!("--map {key}=…: the layout has no domain `{key}`")));
         }
     }
-    let is_domain = |name: &str| facts.holds(name, profile.domain_attribute);
+    let is_domain = |name: &str| facts.is_member(name, profile.domain_attribute);
     let privileged = facts.attributes.get(profile.privileged_attribute).cloned().unwrap_or_default();
     let mut mappings = Vec::new();
     for (index, domain) in layout.domains.iter().enumerate() {
