@@ -182,10 +182,21 @@ pub fn kept_summary(events: &[Event]) -> Option<String> {
 
 pub fn describe_event(event: &Event) -> String {
     match event {
-        Event::Collision { spec: s } => format!(
-            "collision: the store has the identical regex {}; secilc would keep one of the two by module order — resolved",
-            spec(s)
-        ),
+        Event::Collision { spec: s } => {
+            let already = if s.modules.len() > 1 {
+                format!(
+                    " (modules {} already write it: secilc kept only one of their lines, silently, by module order)",
+                    s.modules.join(", ")
+                )
+            } else {
+                String::new()
+            };
+            format!(
+                "collision: the store has the identical regex {}{already}; a module writing it too would be \
+                 deduplicated the same way — resolved",
+                spec(s)
+            )
+        }
         Event::Shadow { spec: s } => format!("shadow: {} would win over the plain line — resolved", spec(s)),
         Event::Overridden { spec: s } => format!("overridden: {} (an equivalent copy with the layout's type sorts after it)", spec(s)),
         Event::Kept { spec: s } => format!("kept: {} still labels what it names below the path (not protected)", spec(s)),

@@ -8,6 +8,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+pub mod store;
+
 use semanifest::policy::base::BASE_POLICY;
 
 /// Finds `program` on PATH or fails the test with how to install it.
