@@ -462,6 +462,7 @@ pub fn resolve(layout: &Layout, store: &StoreContexts<'_>, work_dir: &Path) -> R
 
     let mut protected_done = false;
     for _round in 0..16 {
+        avoid_identical_text(layout, store, &mut states);
         let resolution = assemble(layout, store, &states, &owned);
         let merged = merged_text(store, &resolution.filecons(layout));
         let contexts = load(work_dir, store.siblings, &merged)?;
@@ -492,6 +493,19 @@ pub fn resolve(layout: &Layout, store: &StoreContexts<'_>, work_dir: &Path) -> R
     match mismatch {
         Some(mismatch) => Err(Unresolvable::NoProgress { mismatch }.into()),
         None => Ok(resolution),
+    }
+}
+
+/// A `PATH/.*` line must never read like a store spec: secilc would keep
+/// only one of the two (and libselinux refuses the pair at install), so
+/// one more group is added until the text is new.
+fn avoid_identical_text(layout: &Layout, store: &StoreContexts<'_>, states: &mut [PathState]) {
+    for (rule, state) in layout.paths.iter().zip(states.iter_mut()) {
+        if let Form::Split { groups } = &mut state.form {
+            while store.specs.iter().any(|spec| spec.regex == below_regex(&rule.path, *groups)) {
+                *groups += 1;
+            }
+        }
     }
 }
 
@@ -942,6 +956,75 @@ mod tests {
         assert_eq!(file_contexts::compare(&below_line("/var/lib/x", 0), &theirs), Ordering::Equal);
         assert_eq!(file_contexts::compare(&below_line("/var/lib/x", 1), &theirs), Ordering::Greater);
         assert_eq!(below_regex("/var/a.b", 2), "/var/a\\.b/((.*))");
+    }
+
+    fn layout() -> Layout {
+        let yaml = "apiVersion: semanifest.io/v1\nkind: Layout\nmetadata: { name: t }\nspec:\n  domains:\n    etcd: { type: etcd_t }\n  paths:\n    - path: /var/lib/etcd\n      type: etcd_var_t\n      access: { etcd: write }\n      protected: true\n    - path: /var/lib/cni\n      type: cni_var_t\n      access: { etcd: read }\n";
+        crate::manifest::parse(crate::diag::Source::new("t.yaml", yaml), &Default::default()).unwrap().layout
+    }
+
+    fn resolve_against(specs: &[StoreSpec], siblings: &Siblings) -> Result<Resolution, FileconError> {
+        let dir = tempfile::tempdir().unwrap();
+        let modules = BTreeMap::new();
+        resolve(&layout(), &StoreContexts { specs, siblings, modules: &modules }, dir.path())
+    }
+
+    fn base_specs() -> Vec<StoreSpec> {
+        vec![spec("/.*", "system_u:object_r:default_t:s0"), spec("/var/lib(/.*)?", "system_u:object_r:var_lib_t:s0")]
+    }
+
+    #[test]
+    fn plain_lines_when_nothing_competes() {
+        let resolution = resolve_against(&base_specs(), &Siblings::default()).unwrap();
+        let regexes: Vec<&str> = resolution.paths[1].lines.iter().map(|l| l.regex.as_str()).collect();
+        assert_eq!(regexes, ["/var/lib/etcd(/.*)?"]);
+        assert!(resolution.paths.iter().all(|p| p.events.is_empty()));
+    }
+
+    #[test]
+    fn identical_and_same_stem_specs_are_outsorted() {
+        let mut specs = base_specs();
+        specs.push(spec("/var/lib/etcd(/.*)?", "system_u:object_r:container_file_t:s0"));
+        specs.push(spec("/var/lib/etcd/.*", "system_u:object_r:container_file_t:s0"));
+        specs.push(spec("/var/lib/cni/.+", "system_u:object_r:container_var_lib_t:s0"));
+        let resolution = resolve_against(&specs, &Siblings::default()).unwrap();
+        let etcd = &resolution.paths[1];
+        let regexes: Vec<&str> = etcd.lines.iter().map(|l| l.regex.as_str()).collect();
+        assert_eq!(regexes, ["/var/lib/etcd", "/var/lib/etcd/(.*)"]);
+        assert!(matches!(etcd.events[0], Event::Collision { .. }));
+        let cni: Vec<&str> = resolution.paths[0].lines.iter().map(|l| l.regex.as_str()).collect();
+        assert_eq!(cni, ["/var/lib/cni", "/var/lib/cni/(.*)"]);
+    }
+
+    #[test]
+    fn deeper_specs_are_overridden_only_under_protected_paths() {
+        let mut specs = base_specs();
+        specs.push(spec("/var/lib/etcd/member/[^/]+/wal(/.*)?", "system_u:object_r:other_t:s0"));
+        specs.push(spec("/var/lib/etcd/member/lock", "system_u:object_r:other_t:s0"));
+        specs.push(spec("/var/lib/cni/cache(/.*)?", "system_u:object_r:other_t:s0"));
+        let resolution = resolve_against(&specs, &Siblings::default()).unwrap();
+        let etcd: Vec<&str> = resolution.paths[1].lines.iter().map(|l| l.regex.as_str()).collect();
+        assert_eq!(etcd, ["/var/lib/etcd(/.*)?", "/var/lib/etcd/member/([^/]+/wal(/.*)?)", "/var/lib/etcd/member\\/lock"]);
+        assert!(resolution.probes.iter().any(|p| p.key == "/var/lib/etcd/member/a/wal"));
+        assert!(resolution.probes.iter().any(|p| p.key == "/var/lib/etcd/member/lock"));
+        assert!(matches!(resolution.paths[0].events[..], [Event::Kept { .. }]));
+    }
+
+    #[test]
+    fn local_customisations_and_aliases_are_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let local = dir.path().join("file_contexts.local");
+        fs::write(&local, "/var/lib/etcd(/.*)?\tsystem_u:object_r:container_file_t:s0\n").unwrap();
+        let siblings = Siblings { local: Some(local), ..Siblings::default() };
+        let error = resolve_against(&base_specs(), &siblings).unwrap_err();
+        assert!(matches!(error, FileconError::Unresolvable(Unresolvable::Local { .. })), "{error}");
+
+        let subs = dir.path().join("file_contexts.subs_dist");
+        fs::write(&subs, "# comment\n/var/lib/cni /run/cni\n").unwrap();
+        let siblings = Siblings { subs_dist: Some(subs), ..Siblings::default() };
+        let resolution = resolve_against(&base_specs(), &siblings).unwrap();
+        assert!(resolution.paths[0].lines.is_empty());
+        assert!(matches!(resolution.paths[0].events[..], [Event::Aliased { .. }]));
     }
 
     #[test]
