@@ -43,29 +43,46 @@ fn built() -> &'static Built {
             .arg(out.path())
             .arg("--stock-out")
             .arg(stock.path()));
-        assert!(output.status.success(), "build failed:\n{}{}", stdout(&output), stderr(&output));
+        assert!(
+            output.status.success(),
+            "build failed:\n{}{}",
+            stdout(&output),
+            stderr(&output)
+        );
         assert_eq!(digest(&root), before, "the build wrote into the store");
 
         let installed = copy_of(&root);
         let semodule = tool("semodule", "policycoreutils");
-        run_ok(Command::new(semodule)
-            .arg("-n")
-            .arg("-p")
-            .arg(installed.path())
-            .args(["-X", "400", "-i"])
-            .arg(out.path().join(format!("{MODULE}.cil"))));
-        Built { root, out, stock, installed }
+        run_ok(
+            Command::new(semodule)
+                .arg("-n")
+                .arg("-p")
+                .arg(installed.path())
+                .args(["-X", "400", "-i"])
+                .arg(out.path().join(format!("{MODULE}.cil"))),
+        );
+        Built {
+            root,
+            out,
+            stock,
+            installed,
+        }
     })
 }
 
 fn sesearch(policy: &Path, args: &[&str]) -> Vec<String> {
     let mut command = Command::new(tool("sesearch", "setools"));
     command.arg("-A").args(args).arg(policy);
-    run_ok(&mut command).lines().filter(|l| l.starts_with("allow ")).map(str::to_owned).collect()
+    run_ok(&mut command)
+        .lines()
+        .filter(|l| l.starts_with("allow "))
+        .map(str::to_owned)
+        .collect()
 }
 
 fn same_bytes(a: &Path, b: &Path) -> bool {
-    fs::read(a).unwrap_or_else(|e| panic!("{}: {e}", a.display())) == fs::read(b).unwrap_or_else(|e| panic!("{}: {e}", b.display()))
+    fs::read(a).unwrap_or_else(|e| panic!("{}: {e}", a.display()))
+        == fs::read(b).unwrap_or_else(|e| panic!("{}: {e}", b.display()))
 }
 
 #[test]
@@ -73,27 +90,91 @@ fn predicted_policy_and_file_contexts_are_what_semodule_installs() {
     let built = built();
     let installed = built.installed.path();
     let predicted = built.out.path();
-    assert!(same_bytes(&predicted.join("policy.33"), &store_dir(installed).join("active/policy.kern")));
-    assert!(same_bytes(&predicted.join("policy.33"), &installed.join("etc/selinux/default/policy/policy.33")));
-    assert!(same_bytes(&predicted.join("file_contexts"), &installed.join(INSTALLED_FC)));
+    assert!(same_bytes(
+        &predicted.join("policy.33"),
+        &store_dir(installed).join("active/policy.kern")
+    ));
+    assert!(same_bytes(
+        &predicted.join("policy.33"),
+        &installed.join("etc/selinux/default/policy/policy.33")
+    ));
+    assert!(same_bytes(
+        &predicted.join("file_contexts"),
+        &installed.join(INSTALLED_FC)
+    ));
     // The control: without the module the prediction is the store as it is,
     // and the module does change the binary.
     let stock = built.stock.path();
-    assert!(same_bytes(&stock.join("policy.33"), &store_dir(&built.root).join("active/policy.kern")));
-    assert!(same_bytes(&stock.join("file_contexts"), &built.root.join(INSTALLED_FC)));
-    assert!(!same_bytes(&stock.join("policy.33"), &predicted.join("policy.33")));
+    assert!(same_bytes(
+        &stock.join("policy.33"),
+        &store_dir(&built.root).join("active/policy.kern")
+    ));
+    assert!(same_bytes(
+        &stock.join("file_contexts"),
+        &built.root.join(INSTALLED_FC)
+    ));
+    assert!(!same_bytes(
+        &stock.join("policy.33"),
+        &predicted.join("policy.33")
+    ));
 }
-
 
 #[test]
 fn installed_binary_gives_container_t_no_access_to_protected_types() {
     let policy = store_dir(built().installed.path()).join("active/policy.kern");
     // Controls: the same queries find rules where the layout grants some.
-    assert!(!sesearch(&policy, &["-s", "etcd_t", "-t", "etcd_var_t", "-c", "file", "-p", "write"]).is_empty());
-    assert!(!sesearch(&policy, &["-s", "container_t", "-t", "var_mnt_t", "-c", "file", "-p", "write"]).is_empty());
-    assert!(!sesearch(&policy, &["-s", "container_t", "-t", "pods_log_t", "-c", "file", "-p", "read"]).is_empty());
-    for protected in ["etcd_var_t", "kubelet_pki_t", "audit_log_t", "overlays_var_t"] {
-        let rules = sesearch(&policy, &["-s", "container_t", "-t", protected, "-c", "dir"]);
+    assert!(!sesearch(
+        &policy,
+        &[
+            "-s",
+            "etcd_t",
+            "-t",
+            "etcd_var_t",
+            "-c",
+            "file",
+            "-p",
+            "write"
+        ]
+    )
+    .is_empty());
+    assert!(!sesearch(
+        &policy,
+        &[
+            "-s",
+            "container_t",
+            "-t",
+            "var_mnt_t",
+            "-c",
+            "file",
+            "-p",
+            "write"
+        ]
+    )
+    .is_empty());
+    assert!(!sesearch(
+        &policy,
+        &[
+            "-s",
+            "container_t",
+            "-t",
+            "pods_log_t",
+            "-c",
+            "file",
+            "-p",
+            "read"
+        ]
+    )
+    .is_empty());
+    for protected in [
+        "etcd_var_t",
+        "kubelet_pki_t",
+        "audit_log_t",
+        "overlays_var_t",
+    ] {
+        let rules = sesearch(
+            &policy,
+            &["-s", "container_t", "-t", protected, "-c", "dir"],
+        );
         // The store lets every container domain traverse every directory of
         // every file type (files_search_all in refpolicy's container
         // module); nothing else may remain.
@@ -103,12 +184,40 @@ fn installed_binary_gives_container_t_no_access_to_protected_types() {
                 "container_t reaches {protected} beyond traversal: {rule}"
             );
         }
-        for class in ["file", "lnk_file", "chr_file", "blk_file", "sock_file", "fifo_file"] {
-            let rules = sesearch(&policy, &["-s", "container_t", "-t", protected, "-c", class]);
-            assert!(rules.is_empty(), "container_t reaches {protected}:{class}: {rules:#?}");
+        for class in [
+            "file",
+            "lnk_file",
+            "chr_file",
+            "blk_file",
+            "sock_file",
+            "fifo_file",
+        ] {
+            let rules = sesearch(
+                &policy,
+                &["-s", "container_t", "-t", protected, "-c", class],
+            );
+            assert!(
+                rules.is_empty(),
+                "container_t reaches {protected}:{class}: {rules:#?}"
+            );
         }
-        let listing = sesearch(&policy, &["-s", "container_t", "-t", protected, "-c", "dir", "-p", "read"]);
-        assert!(listing.is_empty(), "container_t may list {protected}: {listing:#?}");
+        let listing = sesearch(
+            &policy,
+            &[
+                "-s",
+                "container_t",
+                "-t",
+                protected,
+                "-c",
+                "dir",
+                "-p",
+                "read",
+            ],
+        );
+        assert!(
+            listing.is_empty(),
+            "container_t may list {protected}: {listing:#?}"
+        );
     }
 }
 
@@ -118,14 +227,35 @@ fn without_the_module_container_t_reads_etcd_data() {
     let stock_fc = built.root.join(INSTALLED_FC);
     let libselinux = LibSelinux::open(&stock_fc).unwrap();
     let answer = libselinux.lookup(b"/var/lib/etcd/member/snap/db", FileKind::File);
-    assert_eq!(answer, Answer::Label("system_u:object_r:container_file_t:s0".into()));
+    assert_eq!(
+        answer,
+        Answer::Label("system_u:object_r:container_file_t:s0".into())
+    );
     let policy = store_dir(&built.root).join("active/policy.kern");
-    let rules = sesearch(&policy, &["-s", "container_t", "-t", "container_file_t", "-c", "file", "-p", "read"]);
-    assert!(!rules.is_empty(), "stock container_t cannot read container_file_t");
+    let rules = sesearch(
+        &policy,
+        &[
+            "-s",
+            "container_t",
+            "-t",
+            "container_file_t",
+            "-c",
+            "file",
+            "-p",
+            "read",
+        ],
+    );
+    assert!(
+        !rules.is_empty(),
+        "stock container_t cannot read container_file_t"
+    );
     // And with the module, the same file is etcd's.
     let merged = LibSelinux::open(&built.installed.path().join(INSTALLED_FC)).unwrap();
     let answer = merged.lookup(b"/var/lib/etcd/member/snap/db", FileKind::File);
-    assert_eq!(answer, Answer::Label("system_u:object_r:etcd_var_t:s0".into()));
+    assert_eq!(
+        answer,
+        Answer::Label("system_u:object_r:etcd_var_t:s0".into())
+    );
 }
 
 #[test]
@@ -140,11 +270,17 @@ fn merged_lookups_give_the_layout_types_and_libselinux_agrees() {
         ("/var/lib/kubelet", "kubelet_var_t"),
         ("/var/lib/kubelet/config.yaml", "kubelet_var_t"),
         ("/var/lib/kubelet/pki", "kubelet_pki_t"),
-        ("/var/lib/kubelet/pki/kubelet-client-current.pem", "kubelet_pki_t"),
+        (
+            "/var/lib/kubelet/pki/kubelet-client-current.pem",
+            "kubelet_pki_t",
+        ),
         ("/var/lib/kubelet/pods", "kubelet_pods_t"),
         ("/var/lib/kubelet/pods/uid/volumes/x", "kubelet_pods_t"),
         ("/var/lib/containerd", "containerd_var_t"),
-        ("/var/lib/containerd/io.containerd.metadata.v1.bolt/meta.db", "containerd_var_t"),
+        (
+            "/var/lib/containerd/io.containerd.metadata.v1.bolt/meta.db",
+            "containerd_var_t",
+        ),
         ("/var/lib/cni", "cni_var_t"),
         ("/var/lib/cni/networks/x", "cni_var_t"),
         ("/var/log", "var_log_t"),
@@ -161,12 +297,22 @@ fn merged_lookups_give_the_layout_types_and_libselinux_agrees() {
     for (key, type_name) in expected {
         for kind in [FileKind::Dir, FileKind::File, FileKind::Any] {
             let answer = libselinux.lookup(key.as_bytes(), kind);
-            assert_eq!(answer, Answer::Label(format!("system_u:object_r:{type_name}:s0")), "{key} ({kind:?})");
+            assert_eq!(
+                answer,
+                Answer::Label(format!("system_u:object_r:{type_name}:s0")),
+                "{key} ({kind:?})"
+            );
         }
     }
     // Refinements of unprotected paths stay the store's: image layers.
-    let layers = libselinux.lookup(b"/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs/snapshots/1/fs", FileKind::Dir);
-    assert_eq!(layers, Answer::Label("system_u:object_r:container_ro_file_t:s0".into()));
+    let layers = libselinux.lookup(
+        b"/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs/snapshots/1/fs",
+        FileKind::Dir,
+    );
+    assert_eq!(
+        layers,
+        Answer::Label("system_u:object_r:container_ro_file_t:s0".into())
+    );
     // Our engine answers every key of the merged file like libselinux.
     // (The predicted file is byte-identical to this one, see above.)
     fc_oracle::assert_file_agrees_with_libselinux(&fc);
@@ -183,19 +329,54 @@ fn report_names_collisions_the_workload_set_and_who_else_reaches() {
     assert_eq!(report["workload_set"], serde_json::json!(["container_t"]));
     let domains = report["domains"].as_array().unwrap();
     let runtime = domains.iter().find(|d| d["key"] == "containerd").unwrap();
-    assert_eq!((runtime["store_type"].as_str(), runtime["origin"].as_str()), (Some("container_engine_t"), Some("runtime")));
-    let etcd = report["paths"].as_array().unwrap().iter().find(|p| p["path"] == "/var/lib/etcd").unwrap();
+    assert_eq!(
+        (runtime["store_type"].as_str(), runtime["origin"].as_str()),
+        (Some("container_engine_t"), Some("runtime"))
+    );
+    let etcd = report["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["path"] == "/var/lib/etcd")
+        .unwrap();
     assert_eq!(etcd["before"], "system_u:object_r:container_file_t:s0");
-    let collision = etcd["events"].as_array().unwrap().iter().find(|e| e["kind"] == "collision").expect("collision");
-    assert_eq!(collision["spec"]["modules"], serde_json::json!(["container"]));
-    let aliased = report["paths"].as_array().unwrap().iter().find(|p| p["path"] == "/var/run").unwrap();
+    let collision = etcd["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["kind"] == "collision")
+        .expect("collision");
+    assert_eq!(
+        collision["spec"]["modules"],
+        serde_json::json!(["container"])
+    );
+    let aliased = report["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["path"] == "/var/run")
+        .unwrap();
     assert_eq!(aliased["events"][0]["kind"], "aliased");
     let protections = report["protections"].as_array().unwrap();
     assert_eq!(protections.len(), 5);
-    let etcd = protections.iter().find(|p| p["reach"]["type_name"] == "etcd_var_t").unwrap();
-    assert_eq!(etcd["reach"]["workload_traversal"], serde_json::json!(["container_t"]));
-    let vias: Vec<&str> = etcd["reach"]["groups"].as_array().unwrap().iter().map(|g| g["via"].as_str().unwrap()).collect();
-    assert!(vias.contains(&"files_unconfined_type → file_type"), "{vias:?}");
+    let etcd = protections
+        .iter()
+        .find(|p| p["reach"]["type_name"] == "etcd_var_t")
+        .unwrap();
+    assert_eq!(
+        etcd["reach"]["workload_traversal"],
+        serde_json::json!(["container_t"])
+    );
+    let vias: Vec<&str> = etcd["reach"]["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["via"].as_str().unwrap())
+        .collect();
+    assert!(
+        vias.contains(&"files_unconfined_type → file_type"),
+        "{vias:?}"
+    );
     assert!(vias.contains(&"file_type"), "{vias:?}");
     let text = fs::read_to_string(built.out.path().join("report.txt")).unwrap();
     assert!(text.contains("byte-identical"), "{text}");
@@ -204,8 +385,14 @@ fn report_names_collisions_the_workload_set_and_who_else_reaches() {
     // of a module that may be missing outside an optional block.
     let cil = fs::read_to_string(built.out.path().join(format!("{MODULE}.cil"))).unwrap();
     assert!(cil.contains("(optional structured_var_opt_"), "{cil}");
-    assert!(cil.contains("(typeattributeset non_auth_file_type (etcd_var_t))"), "{cil}");
-    assert!(cil.contains("(filecon \"/var/lib/etcd\" any (system_u object_r etcd_var_t ((s0) (s0))))"), "{cil}");
+    assert!(
+        cil.contains("(typeattributeset non_auth_file_type (etcd_var_t))"),
+        "{cil}"
+    );
+    assert!(
+        cil.contains("(filecon \"/var/lib/etcd\" any (system_u object_r etcd_var_t ((s0) (s0))))"),
+        "{cil}"
+    );
 }
 
 #[test]
@@ -213,7 +400,11 @@ fn leaky_include_fails_the_build_at_the_manifest_line() {
     let root = refpolicy_store();
     let dir = tempfile::tempdir().unwrap();
     let leaky = dir.path().join("leaky.cil");
-    fs::write(&leaky, "(allow container_t etcd_var_t (file (read open getattr)))\n").unwrap();
+    fs::write(
+        &leaky,
+        "(allow container_t etcd_var_t (file (read open getattr)))\n",
+    )
+    .unwrap();
     let output = run(semanifest()
         .args(["build", "--target", "module", "--against"])
         .arg(&root)
@@ -223,7 +414,12 @@ fn leaky_include_fails_the_build_at_the_manifest_line() {
         .arg(&leaky));
     let err = stderr(&output);
     assert_eq!(output.status.code(), Some(2), "{err}");
-    assert!(err.contains("<embedded default layout>:25:18: error[neverallow]: protected path `/var/lib/etcd`"), "{err}");
+    assert!(
+        err.contains(
+            "<embedded default layout>:25:18: error[neverallow]: protected path `/var/lib/etcd`"
+        ),
+        "{err}"
+    );
     assert!(err.contains("leaky.cil:1"), "{err}");
     assert!(!dir.path().join("out/policy.33").exists());
 }
@@ -241,7 +437,14 @@ fn a_naive_module_loses_its_etcd_line_and_check_names_it() {
     )
     .unwrap();
     let semodule = tool("semodule", "policycoreutils");
-    run_ok(Command::new(semodule).arg("-n").arg("-p").arg(store.path()).args(["-X", "400", "-i"]).arg(&naive));
+    run_ok(
+        Command::new(semodule)
+            .arg("-n")
+            .arg("-p")
+            .arg(store.path())
+            .args(["-X", "400", "-i"])
+            .arg(&naive),
+    );
     // It installed without a word, and its line is gone.
     let libselinux = LibSelinux::open(&store.path().join(INSTALLED_FC)).unwrap();
     assert_eq!(
@@ -257,13 +460,27 @@ fn a_naive_module_loses_its_etcd_line_and_check_names_it() {
     let findings = report["findings"].as_array().unwrap();
     let collision = findings
         .iter()
-        .find(|f| f["rule"] == "store-filecon-resolved" && f["message"].as_str().unwrap().contains("/var/lib/etcd(/.*)?"))
+        .find(|f| {
+            f["rule"] == "store-filecon-resolved"
+                && f["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("/var/lib/etcd(/.*)?")
+        })
         .unwrap_or_else(|| panic!("no collision for /var/lib/etcd: {findings:#?}"));
     let message = collision["message"].as_str().unwrap();
     assert!(message.contains("container, etcdguard"), "{message}");
     assert!(message.contains("secilc kept"), "{message}");
-    assert!(findings.iter().any(|f| f["rule"] == "store-reach"), "{findings:#?}");
-    assert!(findings.iter().any(|f| f["rule"] == "store-filecon-aliased"), "{findings:#?}");
+    assert!(
+        findings.iter().any(|f| f["rule"] == "store-reach"),
+        "{findings:#?}"
+    );
+    assert!(
+        findings
+            .iter()
+            .any(|f| f["rule"] == "store-filecon-aliased"),
+        "{findings:#?}"
+    );
 }
 
 #[test]
@@ -275,10 +492,17 @@ fn a_local_file_context_that_beats_every_module_is_an_error() {
     )
     .unwrap();
     let out = tempfile::tempdir().unwrap();
-    let output = run(semanifest().args(["build", "--target", "module", "--against"]).arg(store.path()).arg("--out").arg(out.path()));
+    let output = run(semanifest()
+        .args(["build", "--target", "module", "--against"])
+        .arg(store.path())
+        .arg("--out")
+        .arg(out.path()));
     let err = stderr(&output);
     assert_eq!(output.status.code(), Some(2), "{err}");
-    assert!(err.contains("semanage fcontext -d '/var/lib/etcd(/.*)?'"), "{err}");
+    assert!(
+        err.contains("semanage fcontext -d '/var/lib/etcd(/.*)?'"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -286,18 +510,34 @@ fn every_store_form_compiles_to_the_same_policy() {
     let root = refpolicy_store();
     let options = Options::default();
     let from_root = Baseline::prepare(&root, &options, None).unwrap();
-    assert!(matches!(from_root.verification, semanifest::store::target::Verification::Identical { .. }));
+    assert!(matches!(
+        from_root.verification,
+        semanifest::store::target::Verification::Identical { .. }
+    ));
     let from_store_dir = Baseline::prepare(&store_dir(&root), &options, None).unwrap();
-    assert!(matches!(from_store_dir.verification, semanifest::store::target::Verification::Identical { .. }));
+    assert!(matches!(
+        from_store_dir.verification,
+        semanifest::store::target::Verification::Identical { .. }
+    ));
     // A directory of CIL as `semodule -E --cil` writes it.
     let extracted = tempfile::tempdir().unwrap();
     for module in Store::open(&root).unwrap().modules {
-        fs::write(extracted.path().join(format!("{}.cil", module.name)), &module.cil).unwrap();
+        fs::write(
+            extracted.path().join(format!("{}.cil", module.name)),
+            &module.cil,
+        )
+        .unwrap();
     }
     let from_cil = Baseline::prepare(extracted.path(), &options, None).unwrap();
-    assert_eq!(from_cil.verification, semanifest::store::target::Verification::Unavailable);
+    assert_eq!(
+        from_cil.verification,
+        semanifest::store::target::Verification::Unavailable
+    );
     let policy = |b: &Baseline| fs::read(&b.stock.policy).unwrap();
     assert_eq!(policy(&from_root), policy(&from_store_dir));
     assert_eq!(policy(&from_root), policy(&from_cil));
-    assert_eq!(from_root.profile.name, semanifest::store::ProfileName::Refpolicy);
+    assert_eq!(
+        from_root.profile.name,
+        semanifest::store::ProfileName::Refpolicy
+    );
 }

@@ -25,20 +25,33 @@ pub struct StoreOutcome {
     pub report: Option<ModuleReport>,
 }
 
-fn finding(rule: &'static crate::check::report::Rule, parsed: &Parsed, pos: Option<crate::diag::Pos>, message: String) -> Finding {
+fn finding(
+    rule: &'static crate::check::report::Rule,
+    parsed: &Parsed,
+    pos: Option<crate::diag::Pos>,
+    message: String,
+) -> Finding {
     let location = pos.and_then(|pos| location_at(&parsed.source.name, pos));
     Finding {
         rule,
         severity: rule.default_severity,
         message,
-        snippet: location.as_ref().and_then(|l| parsed.source.line(l.line)).map(str::to_owned),
+        snippet: location
+            .as_ref()
+            .and_then(|l| parsed.source.line(l.line))
+            .map(str::to_owned),
         location,
         related: Vec::new(),
     }
 }
 
 fn path_pos(parsed: &Parsed, path: &str) -> Option<crate::diag::Pos> {
-    parsed.layout.paths.iter().find(|r| r.path == path).map(|r| r.pos)
+    parsed
+        .layout
+        .paths
+        .iter()
+        .find(|r| r.path == path)
+        .map(|r| r.pos)
 }
 
 pub fn check(parsed: &Parsed, baseline: &Baseline, options: &store::Options) -> StoreOutcome {
@@ -48,7 +61,10 @@ pub fn check(parsed: &Parsed, baseline: &Baseline, options: &store::Options) -> 
             &rules::STORE_PREDICTION,
             parsed,
             None,
-            format!("{}: the store compiled here is not what it built itself: {why}", baseline.store.origin.display()),
+            format!(
+                "{}: the store compiled here is not what it built itself: {why}",
+                baseline.store.origin.display()
+            ),
         ));
     }
     let build = match store::build(baseline, parsed, options) {
@@ -63,14 +79,26 @@ pub fn check(parsed: &Parsed, baseline: &Baseline, options: &store::Options) -> 
         let pos = path_pos(parsed, &path.path);
         for event in &path.events {
             let rule = match event {
-                Event::Collision { .. } | Event::Shadow { .. } | Event::Overridden { .. } => &rules::STORE_FILECON_RESOLVED,
+                Event::Collision { .. } | Event::Shadow { .. } | Event::Overridden { .. } => {
+                    &rules::STORE_FILECON_RESOLVED
+                }
                 Event::Aliased { .. } => &rules::STORE_FILECON_ALIASED,
                 Event::Kept { .. } => continue,
             };
-            outcome.findings.push(finding(rule, parsed, pos, format!("`{}`: {}", path.path, describe_event(event))));
+            outcome.findings.push(finding(
+                rule,
+                parsed,
+                pos,
+                format!("`{}`: {}", path.path, describe_event(event)),
+            ));
         }
         if let Some(summary) = kept_summary(&path.events) {
-            outcome.findings.push(finding(&rules::STORE_FILECON_KEPT, parsed, pos, format!("`{}`: {summary}", path.path)));
+            outcome.findings.push(finding(
+                &rules::STORE_FILECON_KEPT,
+                parsed,
+                pos,
+                format!("`{}`: {summary}", path.path),
+            ));
         }
     }
     for protection in &report.protections {
@@ -78,7 +106,11 @@ pub fn check(parsed: &Parsed, baseline: &Baseline, options: &store::Options) -> 
         if reach.domains == 0 {
             continue;
         }
-        let rule = parsed.layout.paths.iter().find(|r| r.protected && r.type_name == reach.type_name);
+        let rule = parsed
+            .layout
+            .paths
+            .iter()
+            .find(|r| r.protected && r.type_name == reach.type_name);
         let pos = rule.map(|r| r.protected_pos.unwrap_or(r.pos));
         let groups: Vec<String> = reach
             .groups
@@ -101,8 +133,12 @@ pub fn check(parsed: &Parsed, baseline: &Baseline, options: &store::Options) -> 
     let dir = baseline.work_dir().join("check-labels");
     match std::fs::read_to_string(&build.predicted.file_contexts)
         .map_err(|e| e.to_string())
-        .and_then(|text| build.siblings.write_with(&dir, &text).map_err(|e| e.to_string()))
-    {
+        .and_then(|text| {
+            build
+                .siblings
+                .write_with(&dir, &text)
+                .map_err(|e| e.to_string())
+        }) {
         Ok(path) => outcome.file_contexts = Some(path),
         Err(error) => outcome.input_errors.push(error),
     }
@@ -113,21 +149,40 @@ pub fn check(parsed: &Parsed, baseline: &Baseline, options: &store::Options) -> 
 fn failure(parsed: &Parsed, error: ModuleError, outcome: &mut StoreOutcome) {
     match error {
         ModuleError::Store(error) => outcome.input_errors.push(error.to_string()),
-        ModuleError::Template(error) => outcome.input_errors.push(format!("template error (a bug in semanifest): {error}")),
-        ModuleError::Filecons(FileconError::Store(error)) => outcome.input_errors.push(error.to_string()),
-        ModuleError::Filecons(FileconError::Load(error)) => outcome.input_errors.push(error.to_string()),
-        ModuleError::Mapping(message) => outcome.findings.push(finding(&rules::STORE_MAPPING, parsed, None, message)),
+        ModuleError::Template(error) => outcome
+            .input_errors
+            .push(format!("template error (a bug in semanifest): {error}")),
+        ModuleError::Filecons(FileconError::Store(error)) => {
+            outcome.input_errors.push(error.to_string())
+        }
+        ModuleError::Filecons(FileconError::Load(error)) => {
+            outcome.input_errors.push(error.to_string())
+        }
+        ModuleError::Mapping(message) => {
+            outcome
+                .findings
+                .push(finding(&rules::STORE_MAPPING, parsed, None, message))
+        }
         ModuleError::Filecons(FileconError::Unresolvable(unresolvable)) => {
             let path = match &unresolvable {
-                Unresolvable::Local { mismatch, .. } | Unresolvable::NoProgress { mismatch } => mismatch.probe.path.clone(),
+                Unresolvable::Local { mismatch, .. } | Unresolvable::NoProgress { mismatch } => {
+                    mismatch.probe.path.clone()
+                }
                 Unresolvable::NoEquivalent { path, .. } => path.clone(),
             };
             let pos = path_pos(parsed, &path);
-            outcome.findings.push(finding(&rules::STORE_FILECON, parsed, pos, unresolvable.to_string()));
+            outcome.findings.push(finding(
+                &rules::STORE_FILECON,
+                parsed,
+                pos,
+                unresolvable.to_string(),
+            ));
         }
         ModuleError::NotProven(lines) => {
             for line in lines {
-                outcome.findings.push(finding(&rules::STORE_FILECON, parsed, None, line));
+                outcome
+                    .findings
+                    .push(finding(&rules::STORE_FILECON, parsed, None, line));
             }
         }
         ModuleError::Rejected { violations, output } => {
@@ -141,7 +196,11 @@ fn failure(parsed: &Parsed, error: ModuleError, outcome: &mut StoreOutcome) {
                 return;
             }
             for violation in violations {
-                let rule = parsed.layout.paths.iter().find(|r| r.path == violation.path);
+                let rule = parsed
+                    .layout
+                    .paths
+                    .iter()
+                    .find(|r| r.path == violation.path);
                 let pos = rule.map(|r| r.protected_pos.unwrap_or(r.pos));
                 let mut item = finding(
                     &rules::POLICY_NEVERALLOW,
@@ -151,7 +210,11 @@ fn failure(parsed: &Parsed, error: ModuleError, outcome: &mut StoreOutcome) {
                         "protected path `{}` ({}) is reachable by the workload set on this store{}",
                         violation.path,
                         violation.type_name,
-                        violation.offending.iter().map(|o| format!("; granted by {o}")).collect::<String>()
+                        violation
+                            .offending
+                            .iter()
+                            .map(|o| format!("; granted by {o}"))
+                            .collect::<String>()
                     ),
                 );
                 item.related = violation
@@ -161,7 +224,12 @@ fn failure(parsed: &Parsed, error: ModuleError, outcome: &mut StoreOutcome) {
                         let (place, rule) = o.split_once(": ")?;
                         let (file, line) = place.rsplit_once(':')?;
                         Some(Related {
-                            location: Location { file: file.to_owned(), line: line.parse().ok()?, column: 1, end_column: None },
+                            location: Location {
+                                file: file.to_owned(),
+                                line: line.parse().ok()?,
+                                column: 1,
+                                end_column: None,
+                            },
                             message: format!("grants it: {rule}"),
                         })
                     })

@@ -80,15 +80,21 @@ pub fn prepare(
     layout: Option<&Path>,
     options: &store::Options,
 ) -> Result<(Baseline, Parsed), u8> {
-    eprintln!("semanifest: reading {} and compiling it as it is with secilc…", against.display());
+    eprintln!(
+        "semanifest: reading {} and compiling it as it is with secilc…",
+        against.display()
+    );
     let baseline = Baseline::prepare(against, options, None).map_err(print_store_error)?;
     let parsed = super::load_layout_with(layout, &baseline.base_facts())?;
     if baseline.store.module(&parsed.layout.module).is_none() {
         return Ok((baseline, parsed));
     }
-    eprintln!("semanifest: the store has module `{}` already; compiling it again without it…", parsed.layout.module);
-    let baseline =
-        Baseline::prepare(against, options, Some(&parsed.layout.module)).map_err(print_store_error)?;
+    eprintln!(
+        "semanifest: the store has module `{}` already; compiling it again without it…",
+        parsed.layout.module
+    );
+    let baseline = Baseline::prepare(against, options, Some(&parsed.layout.module))
+        .map_err(print_store_error)?;
     let parsed = super::load_layout_with(layout, &baseline.base_facts())?;
     Ok((baseline, parsed))
 }

@@ -18,8 +18,15 @@ pub struct Prepared {
 
 /// Opens and compiles the store, then parses the layout against it (again
 /// without the layout's own module when the store already has it).
-pub fn prepare(against: &Path, layout: Option<&Path>, options: store::Options) -> Result<Prepared, u8> {
-    eprintln!("semanifest: reading {} and compiling it as it is with secilc…", against.display());
+pub fn prepare(
+    against: &Path,
+    layout: Option<&Path>,
+    options: store::Options,
+) -> Result<Prepared, u8> {
+    eprintln!(
+        "semanifest: reading {} and compiling it as it is with secilc…",
+        against.display()
+    );
     let open = |exclude: Option<&str>| {
         Baseline::prepare(against, &options, exclude).map_err(|error| {
             eprintln!("semanifest: error: {error}");
@@ -34,8 +41,16 @@ pub fn prepare(against: &Path, layout: Option<&Path>, options: store::Options) -
             eprintln!("semanifest: the store has module `{module}` already; compiling it again without it…");
             let baseline = open(Some(&module))?;
             let parsed = super::check::parse_layout(layout, &baseline.base_facts())?;
-            Ok(Prepared { baseline, options, parsed })
+            Ok(Prepared {
+                baseline,
+                options,
+                parsed,
+            })
         }
-        _ => Ok(Prepared { baseline, options, parsed }),
+        _ => Ok(Prepared {
+            baseline,
+            options,
+            parsed,
+        }),
     }
 }

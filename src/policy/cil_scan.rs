@@ -117,7 +117,10 @@ mod tests {
                 spread_t)
             (type two_t extra)
         "#;
-        assert_eq!(declarations(cil, "type"), BTreeSet::from(["a_t", "nested_t", "spread_t"]));
+        assert_eq!(
+            declarations(cil, "type"),
+            BTreeSet::from(["a_t", "nested_t", "spread_t"])
+        );
         assert_eq!(declarations(cil, "typeattribute"), BTreeSet::from(["attr"]));
         assert_eq!(filecon_paths(cil), ["/(type quoted_t)"]);
     }
@@ -126,7 +129,10 @@ mod tests {
     fn malformed_text_yields_what_it_can_without_panicking() {
         assert!(declarations("(type", "type").is_empty());
         assert!(declarations("\"(type x_t)", "type").is_empty());
-        assert_eq!(declarations("(type x_t))) (", "type"), BTreeSet::from(["x_t"]));
+        assert_eq!(
+            declarations("(type x_t))) (", "type"),
+            BTreeSet::from(["x_t"])
+        );
         assert!(declarations("", "type").is_empty());
         assert_eq!(filecon_paths("(filecon \"/unterminated"), ["/unterminated"]);
     }

@@ -171,16 +171,33 @@ struct Block {
 #[derive(Debug, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 enum Statement {
-    Allow { source: String, target: String, permissions: String, comment: Option<String> },
-    Transition { source: String, target: String },
-    Members { attribute: String, types: Vec<String> },
-    MembersExcept { attribute: String, of: String, except: String },
+    Allow {
+        source: String,
+        target: String,
+        permissions: String,
+        comment: Option<String>,
+    },
+    Transition {
+        source: String,
+        target: String,
+    },
+    Members {
+        attribute: String,
+        types: Vec<String>,
+    },
+    MembersExcept {
+        attribute: String,
+        of: String,
+        except: String,
+    },
 }
 
 impl Statement {
     fn names(&self) -> Vec<&str> {
         match self {
-            Statement::Allow { source, target, .. } | Statement::Transition { source, target } => vec![source, target],
+            Statement::Allow { source, target, .. } | Statement::Transition { source, target } => {
+                vec![source, target]
+            }
             Statement::Members { types, .. } => types.iter().map(String::as_str).collect(),
             Statement::MembersExcept { of, except, .. } => vec![of, except],
         }
@@ -199,12 +216,19 @@ impl Blocks<'_> {
     fn group(&mut self, statements: Vec<Statement>) -> Vec<Block> {
         let mut blocks: Vec<Block> = Vec::new();
         for statement in statements {
-            let needs: BTreeSet<String> =
-                statement.names().iter().filter_map(|name| self.providers.get(*name).cloned()).collect();
+            let needs: BTreeSet<String> = statement
+                .names()
+                .iter()
+                .filter_map(|name| self.providers.get(*name).cloned())
+                .collect();
             let needs: Vec<String> = needs.into_iter().collect();
             match blocks.iter_mut().find(|block| block.needs == needs) {
                 Some(block) => block.statements.push(statement),
-                None => blocks.push(Block { optional: None, needs, statements: vec![statement] }),
+                None => blocks.push(Block {
+                    optional: None,
+                    needs,
+                    statements: vec![statement],
+                }),
             }
         }
         blocks.sort_by_key(|block| !block.needs.is_empty());
@@ -217,7 +241,11 @@ impl Blocks<'_> {
 }
 
 /// Renders the module for `layout` on `target`.
-pub fn render(layout: &Layout, source: &str, target: &StoreTarget) -> Result<String, minijinja::Error> {
+pub fn render(
+    layout: &Layout,
+    source: &str,
+    target: &StoreTarget,
+) -> Result<String, minijinja::Error> {
     let plan = build_plan(layout, source, target);
     super::cil::render_template("store-module.cil", &plan)
 }
@@ -225,10 +253,21 @@ pub fn render(layout: &Layout, source: &str, target: &StoreTarget) -> Result<Str
 fn build_plan(layout: &Layout, source: &str, target: &StoreTarget) -> Plan {
     let module = layout.module.clone();
     let base_plan = plan::plan(layout, source, layout.description.as_deref());
-    let store_type = |layout_type: &str| target.domain_types.get(layout_type).cloned().unwrap_or_else(|| layout_type.to_owned());
-    let level_name = |permissions: &str| format!("{module}_{}", permissions.trim_start_matches("semanifest_"));
+    let store_type = |layout_type: &str| {
+        target
+            .domain_types
+            .get(layout_type)
+            .cloned()
+            .unwrap_or_else(|| layout_type.to_owned())
+    };
+    let level_name =
+        |permissions: &str| format!("{module}_{}", permissions.trim_start_matches("semanifest_"));
     let mut counter = 0usize;
-    let mut blocks = Blocks { module: &module, providers: &target.providers, counter: &mut counter };
+    let mut blocks = Blocks {
+        module: &module,
+        providers: &target.providers,
+        counter: &mut counter,
+    };
 
     let levels = LEVELS
         .iter()
@@ -238,9 +277,15 @@ fn build_plan(layout: &Layout, source: &str, target: &StoreTarget) -> Plan {
                 .iter()
                 .filter_map(|(class, perms)| {
                     let known = target.classes.get(*class)?;
-                    let perms: Vec<String> =
-                        perms.split_whitespace().filter(|p| known.contains(*p)).map(str::to_owned).collect();
-                    (!perms.is_empty()).then(|| ClassPerms { class: (*class).to_owned(), perms })
+                    let perms: Vec<String> = perms
+                        .split_whitespace()
+                        .filter(|p| known.contains(*p))
+                        .map(str::to_owned)
+                        .collect();
+                    (!perms.is_empty()).then(|| ClassPerms {
+                        class: (*class).to_owned(),
+                        perms,
+                    })
                 })
                 .collect(),
         })
@@ -251,12 +296,22 @@ fn build_plan(layout: &Layout, source: &str, target: &StoreTarget) -> Plan {
         .iter()
         .map(|domain| {
             let type_name = store_type(&domain.type_name);
-            let transitions =
-                domain.transitions.iter().map(|t| Statement::Transition { source: type_name.clone(), target: store_type(t) }).collect();
+            let transitions = domain
+                .transitions
+                .iter()
+                .map(|t| Statement::Transition {
+                    source: type_name.clone(),
+                    target: store_type(t),
+                })
+                .collect();
             DomainBlock {
                 key: domain.key.clone(),
                 layout_type: domain.type_name.clone(),
-                origin: target.domain_origins.get(&domain.key).cloned().unwrap_or_default(),
+                origin: target
+                    .domain_origins
+                    .get(&domain.key)
+                    .cloned()
+                    .unwrap_or_default(),
                 declare: target.declared_domains.contains(&type_name),
                 role: target.domain_role.clone(),
                 domain_attribute: target.domain_attribute.clone(),
@@ -271,11 +326,18 @@ fn build_plan(layout: &Layout, source: &str, target: &StoreTarget) -> Plan {
     let workload_attribute = format!("{module}_workload");
     let mut workload_statements = Vec::new();
     if let Some((of, except)) = &target.workload.attribute {
-        workload_statements.push(Statement::MembersExcept { attribute: workload_attribute.clone(), of: of.clone(), except: except.clone() });
+        workload_statements.push(Statement::MembersExcept {
+            attribute: workload_attribute.clone(),
+            of: of.clone(),
+            except: except.clone(),
+        });
     }
     // One statement per type, so a missing module drops only its own types.
     for type_name in &target.workload.types {
-        workload_statements.push(Statement::Members { attribute: workload_attribute.clone(), types: vec![type_name.clone()] });
+        workload_statements.push(Statement::Members {
+            attribute: workload_attribute.clone(),
+            types: vec![type_name.clone()],
+        });
     }
     let workload = blocks.group(workload_statements);
 
@@ -318,7 +380,11 @@ fn build_plan(layout: &Layout, source: &str, target: &StoreTarget) -> Plan {
             source: store_type(&t.domain),
             target: t.target.clone(),
             permissions: format!("{module}_search"),
-            comment: Some(format!("through {} towards {}", t.via.join(", "), t.towards.join(", "))),
+            comment: Some(format!(
+                "through {} towards {}",
+                t.via.join(", "),
+                t.towards.join(", ")
+            )),
         })
         .collect();
     let traversals = blocks.group(traversals);
@@ -372,14 +438,28 @@ mod tests {
         let template = include_str!("../../templates/module.cil.j2");
         let mut from_template: Vec<(String, String, String)> = Vec::new();
         for line in template.lines() {
-            let Some(rest) = line.strip_prefix("(classpermissionset semanifest_") else { continue };
+            let Some(rest) = line.strip_prefix("(classpermissionset semanifest_") else {
+                continue;
+            };
             let (level, rest) = rest.split_once(" (").unwrap();
             let (class, rest) = rest.split_once(" (").unwrap();
-            from_template.push((level.to_owned(), class.to_owned(), rest.trim_end_matches(')').to_owned()));
+            from_template.push((
+                level.to_owned(),
+                class.to_owned(),
+                rest.trim_end_matches(')').to_owned(),
+            ));
         }
         let ours: Vec<(String, String, String)> = LEVELS
             .iter()
-            .flat_map(|(level, sets)| sets.iter().map(move |(class, perms)| ((*level).to_owned(), (*class).to_owned(), (*perms).to_owned())))
+            .flat_map(|(level, sets)| {
+                sets.iter().map(move |(class, perms)| {
+                    (
+                        (*level).to_owned(),
+                        (*class).to_owned(),
+                        (*perms).to_owned(),
+                    )
+                })
+            })
             .collect();
         assert_eq!(ours, from_template);
     }

@@ -23,7 +23,14 @@ pub struct Input {
 /// extracted files themselves, or decompressed copies in `dir`.
 pub fn module_inputs(store: &Store, dir: &Path) -> Result<Vec<Input>, StoreError> {
     if let Form::ExtractedCil { .. } = store.form {
-        return Ok(store.modules.iter().map(|m| Input { name: m.name.clone(), path: m.path.clone() }).collect());
+        return Ok(store
+            .modules
+            .iter()
+            .map(|m| Input {
+                name: m.name.clone(),
+                path: m.path.clone(),
+            })
+            .collect());
     }
     fs::create_dir_all(dir).map_err(|error| StoreError::io(dir, error))?;
     store
@@ -33,7 +40,10 @@ pub fn module_inputs(store: &Store, dir: &Path) -> Result<Vec<Input>, StoreError
             // Module names are directory names in the store: plain, but not trusted.
             let file = dir.join(format!("{}.cil", module.name.replace('/', "_")));
             fs::write(&file, &module.cil).map_err(|error| StoreError::io(&file, error))?;
-            Ok(Input { name: module.name.clone(), path: file })
+            Ok(Input {
+                name: module.name.clone(),
+                path: file,
+            })
         })
         .collect()
 }
@@ -89,14 +99,20 @@ pub fn compile(
         flags: flags(settings),
     })?;
     if !outcome.success {
-        return Ok(Err(Refused { output: outcome.output }));
+        return Ok(Err(Refused {
+            output: outcome.output,
+        }));
     }
     let text = fs::read(&all_contexts).map_err(|error| StoreError::io(&all_contexts, error))?;
     let (main, template) = split_file_contexts(&text);
     let file_contexts = out_dir.join("file_contexts");
     fs::write(&file_contexts, main).map_err(|error| StoreError::io(&file_contexts, error))?;
     let _ = fs::remove_file(&all_contexts);
-    Ok(Ok(Compiled { policy, file_contexts, homedir_template: String::from_utf8_lossy(&template).into_owned() }))
+    Ok(Ok(Compiled {
+        policy,
+        file_contexts,
+        homedir_template: String::from_utf8_lossy(&template).into_owned(),
+    }))
 }
 
 /// libsemanage's `semanage_split_fc`: a line that starts with `HOME_DIR` or
@@ -107,7 +123,11 @@ pub fn split_file_contexts(text: &[u8]) -> (Vec<u8>, Vec<u8>) {
     let mut template = Vec::new();
     for line in text.split_inclusive(|&b| b == b'\n') {
         let contains = |needle: &[u8]| line.windows(needle.len()).any(|w| w == needle);
-        if line.starts_with(b"HOME_DIR") || line.starts_with(b"HOME_ROOT") || contains(b"ROLE") || contains(b"USER") {
+        if line.starts_with(b"HOME_DIR")
+            || line.starts_with(b"HOME_ROOT")
+            || contains(b"ROLE")
+            || contains(b"USER")
+        {
             template.extend_from_slice(line);
         } else {
             main.extend_from_slice(line);

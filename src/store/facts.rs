@@ -15,7 +15,15 @@ use crate::policy::cil_scan;
 pub const BASE_MODULE: &str = "base";
 
 /// The file classes a protection and the reach report speak of.
-pub const FILE_CLASSES: [&str; 7] = ["dir", "file", "lnk_file", "chr_file", "blk_file", "sock_file", "fifo_file"];
+pub const FILE_CLASSES: [&str; 7] = [
+    "dir",
+    "file",
+    "lnk_file",
+    "chr_file",
+    "blk_file",
+    "sock_file",
+    "fifo_file",
+];
 
 #[derive(Debug, Clone, Default)]
 pub struct Facts {
@@ -44,12 +52,21 @@ impl Facts {
         let mut facts = Facts::default();
         // Two independent readers of the same file: run them side by side.
         let (names, transitions) = std::thread::scope(|scope| {
-            let names = scope.spawn(|| run_tool("seinfo", &["-x", "-t", "-a", "-c", "--common"], policy));
-            let transitions =
-                scope.spawn(|| run_tool("sesearch", &["-A", "-c", "process", "-p", "transition,dyntransition"], policy));
+            let names =
+                scope.spawn(|| run_tool("seinfo", &["-x", "-t", "-a", "-c", "--common"], policy));
+            let transitions = scope.spawn(|| {
+                run_tool(
+                    "sesearch",
+                    &["-A", "-c", "process", "-p", "transition,dyntransition"],
+                    policy,
+                )
+            });
             (names.join(), transitions.join())
         });
-        let panicked = |tool| StoreError::Setools { tool, detail: "the reader thread panicked".to_owned() };
+        let panicked = |tool| StoreError::Setools {
+            tool,
+            detail: "the reader thread panicked".to_owned(),
+        };
         facts.parse_seinfo(&names.map_err(|_| panicked("seinfo"))??);
         let text = transitions.map_err(|_| panicked("sesearch"))??;
         for (source, target) in allow_pairs(&text, &facts.attributes) {
@@ -61,11 +78,18 @@ impl Facts {
             let cil = String::from_utf8_lossy(&module.cil);
             for keyword in ["type", "typeattribute"] {
                 for name in cil_scan::declarations(&cil, keyword) {
-                    facts.providers.entry(name.to_owned()).or_insert_with(|| module.name.clone());
+                    facts
+                        .providers
+                        .entry(name.to_owned())
+                        .or_insert_with(|| module.name.clone());
                 }
             }
             for regex in cil_scan::filecon_paths(&cil) {
-                facts.filecon_modules.entry(regex.to_owned()).or_default().insert(module.name.clone());
+                facts
+                    .filecon_modules
+                    .entry(regex.to_owned())
+                    .or_default()
+                    .insert(module.name.clone());
             }
         }
         Ok(facts)
@@ -115,12 +139,19 @@ impl Facts {
                         current = Some(name);
                     } else if let (Some(name), false) = (&current, trimmed.is_empty()) {
                         if line.starts_with('\t') || line.starts_with("      ") {
-                            self.attributes.entry(name.clone()).or_default().insert(trimmed.to_owned());
+                            self.attributes
+                                .entry(name.clone())
+                                .or_default()
+                                .insert(trimmed.to_owned());
                         }
                     }
                 }
                 Section::Classes | Section::Commons => {
-                    let keyword = if section == Section::Classes { "class " } else { "common " };
+                    let keyword = if section == Section::Classes {
+                        "class "
+                    } else {
+                        "common "
+                    };
                     if let Some(name) = trimmed.strip_prefix(keyword) {
                         current = Some(name.to_owned());
                         if section == Section::Classes {
@@ -148,7 +179,10 @@ impl Facts {
         }
         for (class, common) in inherits {
             if let Some(perms) = commons.get(&common) {
-                self.classes.entry(class).or_default().extend(perms.iter().cloned());
+                self.classes
+                    .entry(class)
+                    .or_default()
+                    .extend(perms.iter().cloned());
             }
         }
     }
@@ -166,7 +200,12 @@ impl Facts {
                 self.aliases.insert(alias.to_owned(), name.to_owned());
             }
         }
-        let held = attributes.split(',').map(str::trim).filter(|a| !a.is_empty()).map(str::to_owned).collect();
+        let held = attributes
+            .split(',')
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+            .map(str::to_owned)
+            .collect();
         self.types.insert(name.to_owned(), held);
     }
 
@@ -185,19 +224,24 @@ impl Facts {
     /// Whether the store declares attribute `name`: secilc drops an
     /// attribute no rule uses from the binary, so the modules' CIL counts too.
     pub fn declares_attribute(&self, name: &str) -> bool {
-        self.attributes.contains_key(name) || (self.providers.contains_key(name) && !self.types.contains_key(name))
+        self.attributes.contains_key(name)
+            || (self.providers.contains_key(name) && !self.types.contains_key(name))
     }
 
     /// Whether `name` is a type holding `attribute`; when the binary lost
     /// the attribute (no rule uses it), any type of that name counts.
     pub fn is_member(&self, name: &str, attribute: &str) -> bool {
-        let Some(name) = self.resolve(name) else { return false };
+        let Some(name) = self.resolve(name) else {
+            return false;
+        };
         self.holds(name, attribute) || !self.attributes.contains_key(attribute)
     }
 
     /// Whether type `name` holds `attribute`.
     pub fn holds(&self, name: &str, attribute: &str) -> bool {
-        self.types.get(name).is_some_and(|held| held.contains(attribute))
+        self.types
+            .get(name)
+            .is_some_and(|held| held.contains(attribute))
     }
 
     /// The members of an attribute, or the type itself.
@@ -211,7 +255,10 @@ impl Facts {
     /// The module declaring `name`, unless it is the base (always present).
     pub fn optional_provider(&self, name: &str) -> Option<&str> {
         let name = self.resolve(name).unwrap_or(name);
-        self.providers.get(name).map(String::as_str).filter(|module| *module != BASE_MODULE)
+        self.providers
+            .get(name)
+            .map(String::as_str)
+            .filter(|module| *module != BASE_MODULE)
     }
 
     /// Every type reachable from `starts` by process transitions, the
@@ -239,9 +286,15 @@ pub fn run_tool(tool: &'static str, args: &[&str], policy: &Path) -> Result<Stri
         .arg(policy)
         .args(args)
         .output()
-        .map_err(|error| StoreError::Setools { tool, detail: error.to_string() })?;
+        .map_err(|error| StoreError::Setools {
+            tool,
+            detail: error.to_string(),
+        })?;
     if !output.status.success() {
-        return Err(StoreError::Setools { tool, detail: String::from_utf8_lossy(&output.stderr).trim().to_owned() });
+        return Err(StoreError::Setools {
+            tool,
+            detail: String::from_utf8_lossy(&output.stderr).trim().to_owned(),
+        });
     }
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
@@ -267,8 +320,17 @@ pub fn allow_lines(text: &str) -> Vec<AllowLine> {
             let mut fields = rule.splitn(3, ' ');
             let source = fields.next()?.to_owned();
             let (target, class) = fields.next()?.split_once(':')?;
-            let perms = fields.next()?.split_whitespace().filter(|p| !matches!(*p, "{" | "}")).map(str::to_owned).collect();
-            let condition = tail.trim().strip_prefix('[').and_then(|c| c.split_once(']')).map(|(c, _)| c.trim().to_owned());
+            let perms = fields
+                .next()?
+                .split_whitespace()
+                .filter(|p| !matches!(*p, "{" | "}"))
+                .map(str::to_owned)
+                .collect();
+            let condition = tail
+                .trim()
+                .strip_prefix('[')
+                .and_then(|c| c.split_once(']'))
+                .map(|(c, _)| c.trim().to_owned());
             Some(AllowLine {
                 source,
                 target: target.to_owned(),
@@ -283,7 +345,10 @@ pub fn allow_lines(text: &str) -> Vec<AllowLine> {
 
 /// `(source, target)` type pairs of `allow` lines, attributes expanded and
 /// `self` resolved.
-fn allow_pairs(text: &str, attributes: &BTreeMap<String, BTreeSet<String>>) -> Vec<(String, String)> {
+fn allow_pairs(
+    text: &str,
+    attributes: &BTreeMap<String, BTreeSet<String>>,
+) -> Vec<(String, String)> {
     let expand = |name: &str| -> Vec<String> {
         match attributes.get(name) {
             Some(members) => members.iter().cloned().collect(),
@@ -314,11 +379,17 @@ mod tests {
         let text = "\nClasses: 1\n   class file\ninherits file\n{\n\tentrypoint\n}\n\nCommons: 1\n   common file\n{\n\tread\n\twrite\n}\n\nTypes: 2\n   type bin_t alias { ls_exec_t sbin_t }, exec_type, file_type;\n   type container_t alias svirt_lxc_net_t, domain;\n\nType Attributes: 1\n   attribute domain;\n\tcontainer_t\n";
         let mut facts = Facts::default();
         facts.parse_seinfo(text);
-        assert_eq!(facts.classes["file"], BTreeSet::from(["entrypoint".into(), "read".into(), "write".into()]));
+        assert_eq!(
+            facts.classes["file"],
+            BTreeSet::from(["entrypoint".into(), "read".into(), "write".into()])
+        );
         assert_eq!(facts.resolve("sbin_t"), Some("bin_t"));
         assert_eq!(facts.resolve("svirt_lxc_net_t"), Some("container_t"));
         assert!(facts.holds("bin_t", "file_type"));
-        assert_eq!(facts.attributes["domain"], BTreeSet::from(["container_t".into()]));
+        assert_eq!(
+            facts.attributes["domain"],
+            BTreeSet::from(["container_t".into()])
+        );
     }
 
     #[test]
@@ -327,8 +398,18 @@ mod tests {
             "allow a_t b_t:process { sigchld transition };\nallow c_t d_t:process transition; [ some_bool ]:True\n",
         );
         assert_eq!(lines.len(), 2);
-        assert_eq!(lines[0].perms, BTreeSet::from(["sigchld".into(), "transition".into()]));
+        assert_eq!(
+            lines[0].perms,
+            BTreeSet::from(["sigchld".into(), "transition".into()])
+        );
         assert_eq!(lines[1].condition.as_deref(), Some("some_bool"));
-        assert_eq!((lines[1].source.as_str(), lines[1].target.as_str(), lines[1].class.as_str()), ("c_t", "d_t", "process"));
+        assert_eq!(
+            (
+                lines[1].source.as_str(),
+                lines[1].target.as_str(),
+                lines[1].class.as_str()
+            ),
+            ("c_t", "d_t", "process")
+        );
     }
 }

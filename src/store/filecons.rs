@@ -216,7 +216,10 @@ pub enum Purpose {
     /// `PATH/.*` (possibly with extra groups): the subtree below the path.
     Below,
     /// An equivalent copy of a store spec, sorted after it.
-    Override { store_regex: String, store_line: u32 },
+    Override {
+        store_regex: String,
+        store_line: u32,
+    },
 }
 
 /// One `filecon` line of the module.
@@ -228,7 +231,10 @@ pub struct Line {
     pub purpose: Purpose,
 }
 
-fn serialize_file_type<S: serde::Serializer>(file_type: &FileConType, serializer: S) -> Result<S::Ok, S::Error> {
+fn serialize_file_type<S: serde::Serializer>(
+    file_type: &FileConType,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
     serializer.serialize_str(cil_file_type(*file_type))
 }
 
@@ -305,7 +311,11 @@ impl std::fmt::Display for Mismatch {
             self.probe.path
         )?;
         if let Some(winner) = &self.winner {
-            write!(f, ": `{}` at {}:{} wins", winner.regex, winner.file, winner.location)?;
+            write!(
+                f,
+                ": `{}` at {}:{} wins",
+                winner.regex, winner.file, winner.location
+            )?;
         }
         Ok(())
     }
@@ -318,14 +328,22 @@ pub enum Unresolvable {
         "{mismatch}; that file is the store's local customisation (`semanage fcontext`), which beats every \
          module: remove the entry with `semanage fcontext -d '{regex}'` or give it the layout's type"
     )]
-    Local { mismatch: Mismatch, regex: String },
+    Local {
+        mismatch: Box<Mismatch>,
+        regex: String,
+    },
     #[error(
         "store spec `{regex}` (line {line}) under `{path}` cannot be overridden by an equivalent spec that \
          sorts after it ({why}); name the path it labels in the layout"
     )]
-    NoEquivalent { path: String, regex: String, line: u32, why: &'static str },
+    NoEquivalent {
+        path: String,
+        regex: String,
+        line: u32,
+        why: &'static str,
+    },
     #[error("the file contexts do not converge: {mismatch}")]
-    NoProgress { mismatch: Mismatch },
+    NoProgress { mismatch: Box<Mismatch> },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -376,19 +394,32 @@ impl StoreContexts<'_> {
         SpecRef {
             regex: spec.regex.clone(),
             file_type: cil_file_type(spec.file_type),
-            context: spec.context.clone().unwrap_or_else(|| "<<none>>".to_owned()),
-            modules: self.modules.get(&spec.regex).map(|m| m.iter().cloned().collect()).unwrap_or_default(),
+            context: spec
+                .context
+                .clone()
+                .unwrap_or_else(|| "<<none>>".to_owned()),
+            modules: self
+                .modules
+                .get(&spec.regex)
+                .map(|m| m.iter().cloned().collect())
+                .unwrap_or_default(),
             line: spec.line,
         }
     }
 
     fn as_filecon(&self, index: usize) -> FileCon {
         let spec = &self.specs[index];
-        FileCon { regex: spec.regex.clone(), file_type: spec.file_type, context: spec.context.clone() }
+        FileCon {
+            regex: spec.regex.clone(),
+            file_type: spec.file_type,
+            context: spec.context.clone(),
+        }
     }
 
     fn find(&self, regex: &str, mode: u32) -> Option<usize> {
-        self.specs.iter().position(|spec| spec.regex == regex && mode_of(spec.file_type) == mode)
+        self.specs
+            .iter()
+            .position(|spec| spec.regex == regex && mode_of(spec.file_type) == mode)
     }
 }
 
@@ -427,7 +458,11 @@ struct PathState {
 
 /// Chooses the module's lines for every layout path against the store's
 /// specs, and proves them on the merged file in `work_dir`.
-pub fn resolve(layout: &Layout, store: &StoreContexts<'_>, work_dir: &Path) -> Result<Resolution, FileconError> {
+pub fn resolve(
+    layout: &Layout,
+    store: &StoreContexts<'_>,
+    work_dir: &Path,
+) -> Result<Resolution, FileconError> {
     let aliases = store.siblings.aliases()?;
     let mut states: Vec<PathState> = layout
         .paths
@@ -436,23 +471,36 @@ pub fn resolve(layout: &Layout, store: &StoreContexts<'_>, work_dir: &Path) -> R
             form: Form::Plain,
             exact: exact_line(&rule.path, store.specs),
             overrides: BTreeSet::new(),
-            aliased: aliases.iter().find(|a| is_within(&rule.path, &a.alias)).cloned(),
+            aliased: aliases
+                .iter()
+                .find(|a| is_within(&rule.path, &a.alias))
+                .cloned(),
             shadows: BTreeSet::new(),
         })
         .collect();
-    let owned: Vec<Vec<usize>> = layout.paths.iter().map(|rule| owned_specs(layout, &rule.path, store.specs)).collect();
+    let owned: Vec<Vec<usize>> = layout
+        .paths
+        .iter()
+        .map(|rule| owned_specs(layout, &rule.path, store.specs))
+        .collect();
 
     // Identical text or a same-stem spec that sorts after the plain line:
     // the plain line cannot be trusted to win.
     for (index, rule) in layout.paths.iter().enumerate() {
-        let plain = FileCon { regex: subtree_regex(&rule.path), file_type: FileConType::Any, context: None };
+        let plain = FileCon {
+            regex: subtree_regex(&rule.path),
+            file_type: FileConType::Any,
+            context: None,
+        };
         let context = rule.context();
         for &spec in &owned[index] {
             let theirs = store.as_filecon(spec);
             let same_stem = file_contexts::literal_stem(&theirs.regex) == rule.path;
             let other_context = theirs.context.as_deref() != Some(context.as_str());
             if theirs.regex == plain.regex
-                || (same_stem && other_context && file_contexts::compare(&theirs, &plain) == Ordering::Greater)
+                || (same_stem
+                    && other_context
+                    && file_contexts::compare(&theirs, &plain) == Ordering::Greater)
             {
                 states[index].form = Form::Split { groups: 0 };
                 states[index].shadows.insert(spec);
@@ -467,7 +515,10 @@ pub fn resolve(layout: &Layout, store: &StoreContexts<'_>, work_dir: &Path) -> R
         let merged = merged_text(store, &resolution.filecons(layout));
         let contexts = load(work_dir, store.siblings, &merged)?;
         let mismatches = prove(&contexts, &resolution.probes);
-        tracing::debug!("file contexts round {_round}: {} mismatches", mismatches.len());
+        tracing::debug!(
+            "file contexts round {_round}: {} mismatches",
+            mismatches.len()
+        );
         if mismatches.is_empty() {
             if !protected_done {
                 protected_done = true;
@@ -491,7 +542,10 @@ pub fn resolve(layout: &Layout, store: &StoreContexts<'_>, work_dir: &Path) -> R
     let contexts = load(work_dir, store.siblings, &merged)?;
     let mismatch = prove(&contexts, &resolution.probes).into_iter().next();
     match mismatch {
-        Some(mismatch) => Err(Unresolvable::NoProgress { mismatch }.into()),
+        Some(mismatch) => Err(Unresolvable::NoProgress {
+            mismatch: Box::new(mismatch),
+        }
+        .into()),
         None => Ok(resolution),
     }
 }
@@ -502,7 +556,11 @@ pub fn resolve(layout: &Layout, store: &StoreContexts<'_>, work_dir: &Path) -> R
 fn avoid_identical_text(layout: &Layout, store: &StoreContexts<'_>, states: &mut [PathState]) {
     for (rule, state) in layout.paths.iter().zip(states.iter_mut()) {
         if let Form::Split { groups } = &mut state.form {
-            while store.specs.iter().any(|spec| spec.regex == below_regex(&rule.path, *groups)) {
+            while store
+                .specs
+                .iter()
+                .any(|spec| spec.regex == below_regex(&rule.path, *groups))
+            {
                 *groups += 1;
             }
         }
@@ -517,19 +575,36 @@ fn react(
     owned: &[Vec<usize>],
     mismatch: Mismatch,
 ) -> Result<bool, FileconError> {
-    let Some(index) = layout.paths.iter().position(|rule| rule.path == mismatch.probe.path) else {
-        return Err(Unresolvable::NoProgress { mismatch }.into());
+    let Some(index) = layout
+        .paths
+        .iter()
+        .position(|rule| rule.path == mismatch.probe.path)
+    else {
+        return Err(Unresolvable::NoProgress {
+            mismatch: Box::new(mismatch),
+        }
+        .into());
     };
     let Some(winner) = mismatch.winner.clone() else {
-        return Err(Unresolvable::NoProgress { mismatch }.into());
+        return Err(Unresolvable::NoProgress {
+            mismatch: Box::new(mismatch),
+        }
+        .into());
     };
     if !winner.file.ends_with("file_contexts") {
         let regex = winner.regex.clone();
-        return Err(Unresolvable::Local { mismatch, regex }.into());
+        return Err(Unresolvable::Local {
+            mismatch: Box::new(mismatch),
+            regex,
+        }
+        .into());
     }
     let Some(spec) = store.find(&winner.regex, winner.mode) else {
         // One of our own lines decided with the wrong context: a bug.
-        return Err(Unresolvable::NoProgress { mismatch }.into());
+        return Err(Unresolvable::NoProgress {
+            mismatch: Box::new(mismatch),
+        }
+        .into());
     };
     let path = &layout.paths[index].path;
     let theirs = store.as_filecon(spec);
@@ -559,7 +634,10 @@ fn react(
         state.overrides.insert(spec);
         return Ok(true);
     }
-    Err(Unresolvable::NoProgress { mismatch }.into())
+    Err(Unresolvable::NoProgress {
+        mismatch: Box::new(mismatch),
+    }
+    .into())
 }
 
 /// Under a protected path, every store spec of another context that could
@@ -610,7 +688,9 @@ fn owned_specs(layout: &Layout, path: &str, specs: &[StoreSpec]) -> Vec<usize> {
         .filter(|(_, spec)| {
             let stem = file_contexts::literal_stem(&spec.regex);
             let mine = stem == path || stem.starts_with(&below);
-            let theirs = deeper.iter().any(|d| stem == *d || stem.starts_with(&format!("{d}/")));
+            let theirs = deeper
+                .iter()
+                .any(|d| stem == *d || stem.starts_with(&format!("{d}/")));
             mine && !theirs
         })
         .map(|(index, _)| index)
@@ -624,7 +704,9 @@ fn owned_specs(layout: &Layout, path: &str, specs: &[StoreSpec]) -> Vec<usize> {
 /// the second `/`) as a literal filter, so only a later `/` may be escaped.
 fn exact_line(path: &str, specs: &[StoreSpec]) -> Option<String> {
     let plain = escape_regex(path);
-    let clashes = specs.iter().any(|spec| !file_contexts::has_meta(&spec.regex) && file_contexts::literal_stem(&spec.regex) == path);
+    let clashes = specs.iter().any(|spec| {
+        !file_contexts::has_meta(&spec.regex) && file_contexts::literal_stem(&spec.regex) == path
+    });
     if !clashes {
         return Some(plain);
     }
@@ -637,29 +719,53 @@ fn exact_line(path: &str, specs: &[StoreSpec]) -> Option<String> {
 fn escapable_slash(regex: &str) -> Option<usize> {
     let bytes = regex.as_bytes();
     let first_after_lead = (1..bytes.len()).find(|&i| bytes[i] == b'/')?;
-    (first_after_lead + 1..bytes.len()).rev().find(|&i| bytes[i] == b'/' && bytes[i - 1] != b'\\')
+    (first_after_lead + 1..bytes.len())
+        .rev()
+        .find(|&i| bytes[i] == b'/' && bytes[i - 1] != b'\\')
 }
 
 fn below_regex(path: &str, groups: usize) -> String {
-    format!("{}/{}.*{}", escape_regex(path), "(".repeat(groups), ")".repeat(groups))
+    format!(
+        "{}/{}.*{}",
+        escape_regex(path),
+        "(".repeat(groups),
+        ")".repeat(groups)
+    )
 }
 
 fn below_line(path: &str, groups: usize) -> FileCon {
-    FileCon { regex: below_regex(path, groups), file_type: FileConType::Any, context: None }
+    FileCon {
+        regex: below_regex(path, groups),
+        file_type: FileConType::Any,
+        context: None,
+    }
 }
 
 /// The line that covers the subtree below the path in a form.
 fn subtree_line(path: &str, form: Form) -> FileCon {
     match form {
-        Form::Plain => FileCon { regex: subtree_regex(path), file_type: FileConType::Any, context: None },
+        Form::Plain => FileCon {
+            regex: subtree_regex(path),
+            file_type: FileConType::Any,
+            context: None,
+        },
         Form::Split { groups } => below_line(path, groups),
     }
 }
 
 /// An equivalent copy of store spec `index` that sorts right after it.
-fn override_line(store: &StoreContexts<'_>, index: usize, path: &str) -> Result<Line, Unresolvable> {
+fn override_line(
+    store: &StoreContexts<'_>,
+    index: usize,
+    path: &str,
+) -> Result<Line, Unresolvable> {
     let spec = &store.specs[index];
-    let no_equivalent = |why| Unresolvable::NoEquivalent { path: path.to_owned(), regex: spec.regex.clone(), line: spec.line, why };
+    let no_equivalent = |why| Unresolvable::NoEquivalent {
+        path: path.to_owned(),
+        regex: spec.regex.clone(),
+        line: spec.line,
+        why,
+    };
     let mut regex = if file_contexts::has_meta(&spec.regex) {
         let cut = raw_stem_len(&spec.regex);
         let rest = &spec.regex[cut..];
@@ -684,14 +790,21 @@ fn override_line(store: &StoreContexts<'_>, index: usize, path: &str) -> Result<
         }
         regex = format!("{}({})", &regex[..cut], &regex[cut..]);
     }
-    let line = FileCon { regex: regex.clone(), file_type: spec.file_type, context: None };
+    let line = FileCon {
+        regex: regex.clone(),
+        file_type: spec.file_type,
+        context: None,
+    };
     if file_contexts::compare(&line, &store.as_filecon(index)) != Ordering::Greater {
         return Err(no_equivalent("the copy would not sort after it"));
     }
     Ok(Line {
         regex,
         file_type: spec.file_type,
-        purpose: Purpose::Override { store_regex: spec.regex.clone(), store_line: spec.line },
+        purpose: Purpose::Override {
+            store_regex: spec.regex.clone(),
+            store_line: spec.line,
+        },
     })
 }
 
@@ -738,13 +851,20 @@ fn has_top_level_alternation(regex: &str) -> bool {
 }
 
 /// Lines and probes for the current plan.
-fn assemble(layout: &Layout, store: &StoreContexts<'_>, states: &[PathState], owned: &[Vec<usize>]) -> Resolution {
+fn assemble(
+    layout: &Layout,
+    store: &StoreContexts<'_>,
+    states: &[PathState],
+    owned: &[Vec<usize>],
+) -> Resolution {
     let mut resolution = Resolution::default();
     for ((rule, state), owned) in layout.paths.iter().zip(states).zip(owned) {
         let mut lines = Vec::new();
         let mut events = Vec::new();
         if let Some(alias) = &state.aliased {
-            events.push(Event::Aliased { alias: alias.clone() });
+            events.push(Event::Aliased {
+                alias: alias.clone(),
+            });
             resolution.paths.push(PathLines {
                 path: rule.path.clone(),
                 type_name: rule.type_name.clone(),
@@ -754,12 +874,24 @@ fn assemble(layout: &Layout, store: &StoreContexts<'_>, states: &[PathState], ow
             continue;
         }
         match state.form {
-            Form::Plain => lines.push(Line { regex: subtree_regex(&rule.path), file_type: FileConType::Any, purpose: Purpose::Subtree }),
+            Form::Plain => lines.push(Line {
+                regex: subtree_regex(&rule.path),
+                file_type: FileConType::Any,
+                purpose: Purpose::Subtree,
+            }),
             Form::Split { groups } => {
                 if let Some(exact) = &state.exact {
-                    lines.push(Line { regex: exact.clone(), file_type: FileConType::Any, purpose: Purpose::Exact });
+                    lines.push(Line {
+                        regex: exact.clone(),
+                        file_type: FileConType::Any,
+                        purpose: Purpose::Exact,
+                    });
                 }
-                lines.push(Line { regex: below_regex(&rule.path, groups), file_type: FileConType::Any, purpose: Purpose::Below });
+                lines.push(Line {
+                    regex: below_regex(&rule.path, groups),
+                    file_type: FileConType::Any,
+                    purpose: Purpose::Below,
+                });
             }
         }
         for &spec in &state.overrides {
@@ -773,22 +905,38 @@ fn assemble(layout: &Layout, store: &StoreContexts<'_>, states: &[PathState], ow
         for &spec in owned {
             let theirs = store.as_filecon(spec);
             let event = if theirs.regex == plain {
-                Event::Collision { spec: store.spec_ref(spec) }
+                Event::Collision {
+                    spec: store.spec_ref(spec),
+                }
             } else if state.overrides.contains(&spec) {
-                Event::Overridden { spec: store.spec_ref(spec) }
+                Event::Overridden {
+                    spec: store.spec_ref(spec),
+                }
             } else if state.shadows.contains(&spec) {
-                Event::Shadow { spec: store.spec_ref(spec) }
+                Event::Shadow {
+                    spec: store.spec_ref(spec),
+                }
             } else if theirs.context.as_deref() != Some(context.as_str())
-                && (!file_contexts::has_meta(&theirs.regex) || file_contexts::compare(&theirs, &ours) == Ordering::Greater)
+                && (!file_contexts::has_meta(&theirs.regex)
+                    || file_contexts::compare(&theirs, &ours) == Ordering::Greater)
             {
-                Event::Kept { spec: store.spec_ref(spec) }
+                Event::Kept {
+                    spec: store.spec_ref(spec),
+                }
             } else {
                 continue;
             };
             events.push(event);
         }
-        resolution.probes.extend(probes(layout, &rule.path, state, store));
-        resolution.paths.push(PathLines { path: rule.path.clone(), type_name: rule.type_name.clone(), lines, events });
+        resolution
+            .probes
+            .extend(probes(layout, &rule.path, state, store));
+        resolution.paths.push(PathLines {
+            path: rule.path.clone(),
+            type_name: rule.type_name.clone(),
+            lines,
+            events,
+        });
     }
     resolution
 }
@@ -799,17 +947,30 @@ fn assemble(layout: &Layout, store: &StoreContexts<'_>, states: &[PathState], ow
 fn probes(layout: &Layout, path: &str, state: &PathState, store: &StoreContexts<'_>) -> Vec<Probe> {
     let mut probes = Vec::new();
     let mut push = |key: String, kinds: Vec<FileKind>| {
-        let Some(rule) = layout.rule_for(&key) else { return };
+        let Some(rule) = layout.rule_for(&key) else {
+            return;
+        };
         if rule.path != path {
             return; // below a deeper layout path: proven there
         }
-        if !probes.iter().any(|p: &Probe| p.key == key && p.kinds == kinds) {
-            probes.push(Probe { path: path.to_owned(), key, kinds, expected: rule.context() });
+        if !probes
+            .iter()
+            .any(|p: &Probe| p.key == key && p.kinds == kinds)
+        {
+            probes.push(Probe {
+                path: path.to_owned(),
+                key,
+                kinds,
+                expected: rule.context(),
+            });
         }
     };
     push(path.to_owned(), FileKind::ALL.to_vec());
     push(format!("{path}/{PROBE_NAME}"), FileKind::ALL.to_vec());
-    push(format!("{path}/{PROBE_NAME}/{PROBE_NAME}"), FileKind::ALL.to_vec());
+    push(
+        format!("{path}/{PROBE_NAME}/{PROBE_NAME}"),
+        FileKind::ALL.to_vec(),
+    );
     for &spec in &state.overrides {
         let spec = &store.specs[spec];
         if let Some(key) = witness(&spec.regex, spec.file_type) {
@@ -821,7 +982,9 @@ fn probes(layout: &Layout, path: &str, state: &PathState, store: &StoreContexts<
 
 /// The store's specs plus ours, in secilc's order.
 fn merged_text(store: &StoreContexts<'_>, ours: &[FileCon]) -> String {
-    let mut all: Vec<FileCon> = (0..store.specs.len()).map(|i| store.as_filecon(i)).collect();
+    let mut all: Vec<FileCon> = (0..store.specs.len())
+        .map(|i| store.as_filecon(i))
+        .collect();
     all.extend(ours.iter().cloned());
     file_contexts::render(all)
 }
@@ -863,13 +1026,22 @@ pub fn witness(regex: &str, file_type: FileConType) -> Option<String> {
         .build()
         .parse(regex)
         .ok()?;
-    let check = FileContexts::from_text("witness", format!("{regex}\tsystem_u:object_r:witness_t:s0\n").as_bytes()).ok()?;
+    let check = FileContexts::from_text(
+        "witness",
+        format!("{regex}\tsystem_u:object_r:witness_t:s0\n").as_bytes(),
+    )
+    .ok()?;
     let kind = kinds_of(file_type).pop().unwrap_or(FileKind::Any);
     for at_least_once in [false, true] {
         let mut bytes = Vec::new();
         generate(&hir, at_least_once, &mut bytes);
-        let Ok(key) = String::from_utf8(bytes) else { continue };
-        if check.lookup(key.as_bytes(), kind).is_some() && !key.contains("//") && !key.ends_with('/') {
+        let Ok(key) = String::from_utf8(bytes) else {
+            continue;
+        };
+        if check.lookup(key.as_bytes(), kind).is_some()
+            && !key.contains("//")
+            && !key.ends_with('/')
+        {
             return Some(key);
         }
     }
@@ -883,8 +1055,14 @@ fn generate(hir: &regex_syntax::hir::Hir, at_least_once: bool, out: &mut Vec<u8>
         HirKind::Literal(literal) => out.extend_from_slice(&literal.0),
         HirKind::Class(class) => {
             let fits = |byte: u8| match class {
-                Class::Bytes(bytes) => bytes.ranges().iter().any(|r| r.start() <= byte && byte <= r.end()),
-                Class::Unicode(chars) => chars.ranges().iter().any(|r| r.start() <= byte as char && byte as char <= r.end()),
+                Class::Bytes(bytes) => bytes
+                    .ranges()
+                    .iter()
+                    .any(|r| r.start() <= byte && byte <= r.end()),
+                Class::Unicode(chars) => chars
+                    .ranges()
+                    .iter()
+                    .any(|r| r.start() <= byte as char && byte as char <= r.end()),
             };
             let preferred = b"abcdefghijklmnopqrstuvwxyz0123456789._-ABCDEFGHIJKLMNOPQRSTUVWXYZ";
             let byte = preferred
@@ -896,13 +1074,19 @@ fn generate(hir: &regex_syntax::hir::Hir, at_least_once: bool, out: &mut Vec<u8>
             out.extend(byte);
         }
         HirKind::Repetition(repetition) => {
-            let times = if at_least_once { repetition.min.max(1) } else { repetition.min };
+            let times = if at_least_once {
+                repetition.min.max(1)
+            } else {
+                repetition.min
+            };
             for _ in 0..times.min(4) {
                 generate(&repetition.sub, at_least_once, out);
             }
         }
         HirKind::Capture(capture) => generate(&capture.sub, at_least_once, out),
-        HirKind::Concat(items) => items.iter().for_each(|item| generate(item, at_least_once, out)),
+        HirKind::Concat(items) => items
+            .iter()
+            .for_each(|item| generate(item, at_least_once, out)),
         HirKind::Alternation(branches) => {
             if let Some(first) = branches.first() {
                 generate(first, at_least_once, out);
@@ -912,9 +1096,15 @@ fn generate(hir: &regex_syntax::hir::Hir, at_least_once: bool, out: &mut Vec<u8>
 }
 
 /// What the stock store gives `key` (as a directory), and which spec decides.
-pub fn stock_label(contexts: &FileContexts, key: &str) -> (Option<String>, Option<crate::fcontext::SpecOrigin>) {
+pub fn stock_label(
+    contexts: &FileContexts,
+    key: &str,
+) -> (Option<String>, Option<crate::fcontext::SpecOrigin>) {
     let kind = FileKind::Dir;
-    (contexts.lookup(key.as_bytes(), kind).map(str::to_owned), contexts.winner(key.as_bytes(), kind).cloned())
+    (
+        contexts.lookup(key.as_bytes(), kind).map(str::to_owned),
+        contexts.winner(key.as_bytes(), kind).cloned(),
+    )
 }
 
 #[cfg(test)]
@@ -922,12 +1112,18 @@ mod tests {
     use super::*;
 
     fn spec(regex: &str, context: &str) -> StoreSpec {
-        StoreSpec { regex: regex.into(), file_type: FileConType::Any, context: Some(context.into()), line: 1 }
+        StoreSpec {
+            regex: regex.into(),
+            file_type: FileConType::Any,
+            context: Some(context.into()),
+            line: 1,
+        }
     }
 
     #[test]
     fn parses_secilc_lines() {
-        let specs = parse_specs("/var(/.*)?\tsystem_u:object_r:var_t:s0\n/run\t-d\tctx\n/x\t<<none>>\n");
+        let specs =
+            parse_specs("/var(/.*)?\tsystem_u:object_r:var_t:s0\n/run\t-d\tctx\n/x\t<<none>>\n");
         assert_eq!(specs.len(), 3);
         assert_eq!(specs[1].file_type, FileConType::Dir);
         assert_eq!(specs[2].context, None);
@@ -936,8 +1132,14 @@ mod tests {
 
     #[test]
     fn exact_line_escapes_only_on_a_clash() {
-        assert_eq!(exact_line("/var/lib/etcd", &[spec("/var/lib/etcd(/.*)?", "c")]).as_deref(), Some("/var/lib/etcd"));
-        assert_eq!(exact_line("/var/lib/etcd", &[spec("/var/lib/etcd", "c")]).as_deref(), Some("/var/lib\\/etcd"));
+        assert_eq!(
+            exact_line("/var/lib/etcd", &[spec("/var/lib/etcd(/.*)?", "c")]).as_deref(),
+            Some("/var/lib/etcd")
+        );
+        assert_eq!(
+            exact_line("/var/lib/etcd", &[spec("/var/lib/etcd", "c")]).as_deref(),
+            Some("/var/lib\\/etcd")
+        );
         assert_eq!(exact_line("/var/log", &[spec("/var/log", "c")]), None);
     }
 
@@ -952,31 +1154,64 @@ mod tests {
 
     #[test]
     fn below_lines_outsort_same_stem_specs() {
-        let theirs = FileCon { regex: "/var/lib/x/.*".into(), file_type: FileConType::Any, context: None };
-        assert_eq!(file_contexts::compare(&below_line("/var/lib/x", 0), &theirs), Ordering::Equal);
-        assert_eq!(file_contexts::compare(&below_line("/var/lib/x", 1), &theirs), Ordering::Greater);
+        let theirs = FileCon {
+            regex: "/var/lib/x/.*".into(),
+            file_type: FileConType::Any,
+            context: None,
+        };
+        assert_eq!(
+            file_contexts::compare(&below_line("/var/lib/x", 0), &theirs),
+            Ordering::Equal
+        );
+        assert_eq!(
+            file_contexts::compare(&below_line("/var/lib/x", 1), &theirs),
+            Ordering::Greater
+        );
         assert_eq!(below_regex("/var/a.b", 2), "/var/a\\.b/((.*))");
     }
 
     fn layout() -> Layout {
         let yaml = "apiVersion: semanifest.io/v1\nkind: Layout\nmetadata: { name: t }\nspec:\n  domains:\n    etcd: { type: etcd_t }\n  paths:\n    - path: /var/lib/etcd\n      type: etcd_var_t\n      access: { etcd: write }\n      protected: true\n    - path: /var/lib/cni\n      type: cni_var_t\n      access: { etcd: read }\n";
-        crate::manifest::parse(crate::diag::Source::new("t.yaml", yaml), &Default::default()).unwrap().layout
+        crate::manifest::parse(
+            crate::diag::Source::new("t.yaml", yaml),
+            &Default::default(),
+        )
+        .unwrap()
+        .layout
     }
 
-    fn resolve_against(specs: &[StoreSpec], siblings: &Siblings) -> Result<Resolution, FileconError> {
+    fn resolve_against(
+        specs: &[StoreSpec],
+        siblings: &Siblings,
+    ) -> Result<Resolution, FileconError> {
         let dir = tempfile::tempdir().unwrap();
         let modules = BTreeMap::new();
-        resolve(&layout(), &StoreContexts { specs, siblings, modules: &modules }, dir.path())
+        resolve(
+            &layout(),
+            &StoreContexts {
+                specs,
+                siblings,
+                modules: &modules,
+            },
+            dir.path(),
+        )
     }
 
     fn base_specs() -> Vec<StoreSpec> {
-        vec![spec("/.*", "system_u:object_r:default_t:s0"), spec("/var/lib(/.*)?", "system_u:object_r:var_lib_t:s0")]
+        vec![
+            spec("/.*", "system_u:object_r:default_t:s0"),
+            spec("/var/lib(/.*)?", "system_u:object_r:var_lib_t:s0"),
+        ]
     }
 
     #[test]
     fn plain_lines_when_nothing_competes() {
         let resolution = resolve_against(&base_specs(), &Siblings::default()).unwrap();
-        let regexes: Vec<&str> = resolution.paths[1].lines.iter().map(|l| l.regex.as_str()).collect();
+        let regexes: Vec<&str> = resolution.paths[1]
+            .lines
+            .iter()
+            .map(|l| l.regex.as_str())
+            .collect();
         assert_eq!(regexes, ["/var/lib/etcd(/.*)?"]);
         assert!(resolution.paths.iter().all(|p| p.events.is_empty()));
     }
@@ -984,53 +1219,127 @@ mod tests {
     #[test]
     fn identical_and_same_stem_specs_are_outsorted() {
         let mut specs = base_specs();
-        specs.push(spec("/var/lib/etcd(/.*)?", "system_u:object_r:container_file_t:s0"));
-        specs.push(spec("/var/lib/etcd/.*", "system_u:object_r:container_file_t:s0"));
-        specs.push(spec("/var/lib/cni/.+", "system_u:object_r:container_var_lib_t:s0"));
+        specs.push(spec(
+            "/var/lib/etcd(/.*)?",
+            "system_u:object_r:container_file_t:s0",
+        ));
+        specs.push(spec(
+            "/var/lib/etcd/.*",
+            "system_u:object_r:container_file_t:s0",
+        ));
+        specs.push(spec(
+            "/var/lib/cni/.+",
+            "system_u:object_r:container_var_lib_t:s0",
+        ));
         let resolution = resolve_against(&specs, &Siblings::default()).unwrap();
         let etcd = &resolution.paths[1];
         let regexes: Vec<&str> = etcd.lines.iter().map(|l| l.regex.as_str()).collect();
         assert_eq!(regexes, ["/var/lib/etcd", "/var/lib/etcd/(.*)"]);
         assert!(matches!(etcd.events[0], Event::Collision { .. }));
-        let cni: Vec<&str> = resolution.paths[0].lines.iter().map(|l| l.regex.as_str()).collect();
+        let cni: Vec<&str> = resolution.paths[0]
+            .lines
+            .iter()
+            .map(|l| l.regex.as_str())
+            .collect();
         assert_eq!(cni, ["/var/lib/cni", "/var/lib/cni/(.*)"]);
     }
 
     #[test]
     fn deeper_specs_are_overridden_only_under_protected_paths() {
         let mut specs = base_specs();
-        specs.push(spec("/var/lib/etcd/member/[^/]+/wal(/.*)?", "system_u:object_r:other_t:s0"));
-        specs.push(spec("/var/lib/etcd/member/lock", "system_u:object_r:other_t:s0"));
-        specs.push(spec("/var/lib/cni/cache(/.*)?", "system_u:object_r:other_t:s0"));
+        specs.push(spec(
+            "/var/lib/etcd/member/[^/]+/wal(/.*)?",
+            "system_u:object_r:other_t:s0",
+        ));
+        specs.push(spec(
+            "/var/lib/etcd/member/lock",
+            "system_u:object_r:other_t:s0",
+        ));
+        specs.push(spec(
+            "/var/lib/cni/cache(/.*)?",
+            "system_u:object_r:other_t:s0",
+        ));
         let resolution = resolve_against(&specs, &Siblings::default()).unwrap();
-        let etcd: Vec<&str> = resolution.paths[1].lines.iter().map(|l| l.regex.as_str()).collect();
-        assert_eq!(etcd, ["/var/lib/etcd(/.*)?", "/var/lib/etcd/member/([^/]+/wal(/.*)?)", "/var/lib/etcd/member\\/lock"]);
-        assert!(resolution.probes.iter().any(|p| p.key == "/var/lib/etcd/member/a/wal"));
-        assert!(resolution.probes.iter().any(|p| p.key == "/var/lib/etcd/member/lock"));
-        assert!(matches!(resolution.paths[0].events[..], [Event::Kept { .. }]));
+        let etcd: Vec<&str> = resolution.paths[1]
+            .lines
+            .iter()
+            .map(|l| l.regex.as_str())
+            .collect();
+        assert_eq!(
+            etcd,
+            [
+                "/var/lib/etcd(/.*)?",
+                "/var/lib/etcd/member/([^/]+/wal(/.*)?)",
+                "/var/lib/etcd/member\\/lock"
+            ]
+        );
+        assert!(resolution
+            .probes
+            .iter()
+            .any(|p| p.key == "/var/lib/etcd/member/a/wal"));
+        assert!(resolution
+            .probes
+            .iter()
+            .any(|p| p.key == "/var/lib/etcd/member/lock"));
+        assert!(matches!(
+            resolution.paths[0].events[..],
+            [Event::Kept { .. }]
+        ));
     }
 
     #[test]
     fn local_customisations_and_aliases_are_reported() {
         let dir = tempfile::tempdir().unwrap();
         let local = dir.path().join("file_contexts.local");
-        fs::write(&local, "/var/lib/etcd(/.*)?\tsystem_u:object_r:container_file_t:s0\n").unwrap();
-        let siblings = Siblings { local: Some(local), ..Siblings::default() };
+        fs::write(
+            &local,
+            "/var/lib/etcd(/.*)?\tsystem_u:object_r:container_file_t:s0\n",
+        )
+        .unwrap();
+        let siblings = Siblings {
+            local: Some(local),
+            ..Siblings::default()
+        };
         let error = resolve_against(&base_specs(), &siblings).unwrap_err();
-        assert!(matches!(error, FileconError::Unresolvable(Unresolvable::Local { .. })), "{error}");
+        assert!(
+            matches!(
+                error,
+                FileconError::Unresolvable(Unresolvable::Local { .. })
+            ),
+            "{error}"
+        );
 
         let subs = dir.path().join("file_contexts.subs_dist");
         fs::write(&subs, "# comment\n/var/lib/cni /run/cni\n").unwrap();
-        let siblings = Siblings { subs_dist: Some(subs), ..Siblings::default() };
+        let siblings = Siblings {
+            subs_dist: Some(subs),
+            ..Siblings::default()
+        };
         let resolution = resolve_against(&base_specs(), &siblings).unwrap();
         assert!(resolution.paths[0].lines.is_empty());
-        assert!(matches!(resolution.paths[0].events[..], [Event::Aliased { .. }]));
+        assert!(matches!(
+            resolution.paths[0].events[..],
+            [Event::Aliased { .. }]
+        ));
     }
 
     #[test]
     fn witnesses_match_their_spec() {
-        assert_eq!(witness("/var/lib/containerd/[^/]+/snapshots(/.*)?", FileConType::Any).as_deref(), Some("/var/lib/containerd/a/snapshots"));
-        assert_eq!(witness("/var/lib/etcd/member", FileConType::Any).as_deref(), Some("/var/lib/etcd/member"));
-        assert_eq!(witness("/var/log/.*\\.log", FileConType::File).as_deref(), Some("/var/log/.log"));
+        assert_eq!(
+            witness(
+                "/var/lib/containerd/[^/]+/snapshots(/.*)?",
+                FileConType::Any
+            )
+            .as_deref(),
+            Some("/var/lib/containerd/a/snapshots")
+        );
+        assert_eq!(
+            witness("/var/lib/etcd/member", FileConType::Any).as_deref(),
+            Some("/var/lib/etcd/member")
+        );
+        assert_eq!(
+            witness("/var/log/.*\\.log", FileConType::File).as_deref(),
+            Some("/var/log/.log")
+        );
     }
 }

@@ -28,7 +28,10 @@ pub enum StoreError {
     /// The I/O error is part of the message, not a `source()`, so a
     /// chain-printing caller does not say it twice.
     #[error("{}: {error}", path.display())]
-    Io { path: PathBuf, error: std::io::Error },
+    Io {
+        path: PathBuf,
+        error: std::io::Error,
+    },
     #[error("{}: not a policy store: {why}", path.display())]
     NotAStore { path: PathBuf, why: String },
     #[error(transparent)]
@@ -50,6 +53,9 @@ pub enum StoreError {
 
 impl StoreError {
     pub fn io(path: &Path, error: std::io::Error) -> StoreError {
-        StoreError::Io { path: path.to_owned(), error }
+        StoreError::Io {
+            path: path.to_owned(),
+            error,
+        }
     }
 }

@@ -28,10 +28,17 @@ const MAX_MODULE_BYTES: u64 = 256 << 20;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Form {
     /// `semodule -p ROOT`: policy `name` in `store_dir`.
-    Root { root: PathBuf, name: String, store_dir: PathBuf },
+    Root {
+        root: PathBuf,
+        name: String,
+        store_dir: PathBuf,
+    },
     /// A store directory (`…/var/lib/selinux/NAME`); `root` when the path
     /// ends in `var/lib/selinux/NAME`, whose `etc/selinux/semanage.conf` is read.
-    StoreDir { store_dir: PathBuf, root: Option<PathBuf> },
+    StoreDir {
+        store_dir: PathBuf,
+        root: Option<PathBuf>,
+    },
     /// A directory of `NAME.cil` files.
     ExtractedCil { dir: PathBuf },
 }
@@ -130,24 +137,48 @@ impl Store {
     pub fn open(path: &Path) -> Result<Store, StoreError> {
         let metadata = fs::metadata(path).map_err(|error| StoreError::io(path, error))?;
         if !metadata.is_dir() {
-            return Err(StoreError::NotAStore { path: path.to_owned(), why: "not a directory".to_owned() });
+            return Err(StoreError::NotAStore {
+                path: path.to_owned(),
+                why: "not a directory".to_owned(),
+            });
         }
         let form = detect(path)?;
         let (settings, modules, built) = match &form {
-            Form::Root { root, store_dir, .. } => {
+            Form::Root {
+                root, store_dir, ..
+            } => {
                 let settings = read_settings(Some(root), store_dir)?;
-                (settings, read_store_modules(store_dir)?, read_built(store_dir))
+                (
+                    settings,
+                    read_store_modules(store_dir)?,
+                    read_built(store_dir),
+                )
             }
             Form::StoreDir { store_dir, root } => {
                 let settings = read_settings(root.as_deref(), store_dir)?;
-                (settings, read_store_modules(store_dir)?, read_built(store_dir))
+                (
+                    settings,
+                    read_store_modules(store_dir)?,
+                    read_built(store_dir),
+                )
             }
-            Form::ExtractedCil { dir } => (Settings::default(), read_extracted(dir)?, Built::default()),
+            Form::ExtractedCil { dir } => {
+                (Settings::default(), read_extracted(dir)?, Built::default())
+            }
         };
         if modules.is_empty() {
-            return Err(StoreError::NotAStore { path: path.to_owned(), why: "it holds no active module".to_owned() });
+            return Err(StoreError::NotAStore {
+                path: path.to_owned(),
+                why: "it holds no active module".to_owned(),
+            });
         }
-        Ok(Store { origin: path.to_owned(), form, settings, modules, built })
+        Ok(Store {
+            origin: path.to_owned(),
+            form,
+            settings,
+            modules,
+            built,
+        })
     }
 
     /// The module named `name`, if active.
@@ -158,17 +189,29 @@ impl Store {
     /// One line that says what the store is, for reports.
     pub fn describe(&self) -> String {
         match &self.form {
-            Form::Root { root, name, store_dir } => format!(
+            Form::Root {
+                root,
+                name,
+                store_dir,
+            } => format!(
                 "policy `{name}` of root {} (store {}, {} active modules)",
                 root.display(),
                 store_dir.display(),
                 self.modules.len()
             ),
             Form::StoreDir { store_dir, .. } => {
-                format!("store {} ({} active modules)", store_dir.display(), self.modules.len())
+                format!(
+                    "store {} ({} active modules)",
+                    store_dir.display(),
+                    self.modules.len()
+                )
             }
             Form::ExtractedCil { dir } => {
-                format!("extracted CIL in {} ({} modules)", dir.display(), self.modules.len())
+                format!(
+                    "extracted CIL in {} ({} modules)",
+                    dir.display(),
+                    self.modules.len()
+                )
             }
         }
     }
@@ -176,7 +219,10 @@ impl Store {
 
 fn detect(path: &Path) -> Result<Form, StoreError> {
     if path.join("active/modules").is_dir() {
-        return Ok(Form::StoreDir { store_dir: path.to_owned(), root: root_of_store_dir(path) });
+        return Ok(Form::StoreDir {
+            store_dir: path.to_owned(),
+            root: root_of_store_dir(path),
+        });
     }
     let config = path.join("etc/selinux/config");
     if config.is_file() || path.join("var/lib/selinux").is_dir() {
@@ -186,17 +232,26 @@ fn detect(path: &Path) -> Result<Form, StoreError> {
         if !store_dir.join("active/modules").is_dir() {
             return Err(StoreError::NotAStore {
                 path: path.to_owned(),
-                why: format!("policy `{name}` has no store at {} (no active/modules)", store_dir.display()),
+                why: format!(
+                    "policy `{name}` has no store at {} (no active/modules)",
+                    store_dir.display()
+                ),
             });
         }
-        return Ok(Form::Root { root: path.to_owned(), name, store_dir });
+        return Ok(Form::Root {
+            root: path.to_owned(),
+            name,
+            store_dir,
+        });
     }
     let has_cil = fs::read_dir(path)
         .map_err(|error| StoreError::io(path, error))?
         .filter_map(Result::ok)
         .any(|entry| entry.path().extension().is_some_and(|ext| ext == "cil"));
     if has_cil {
-        return Ok(Form::ExtractedCil { dir: path.to_owned() });
+        return Ok(Form::ExtractedCil {
+            dir: path.to_owned(),
+        });
     }
     Err(StoreError::NotAStore {
         path: path.to_owned(),
@@ -212,7 +267,8 @@ fn root_of_store_dir(store_dir: &Path) -> Option<PathBuf> {
     let lib = selinux.parent()?;
     let var = lib.parent()?;
     let names = (selinux.file_name()?, lib.file_name()?, var.file_name()?);
-    (names == ("selinux".as_ref(), "lib".as_ref(), "var".as_ref())).then(|| var.parent().map(Path::to_owned))?
+    (names == ("selinux".as_ref(), "lib".as_ref(), "var".as_ref()))
+        .then(|| var.parent().map(Path::to_owned))?
 }
 
 /// `SELINUXTYPE` of `ROOT/etc/selinux/config`; without a config, the one
@@ -223,7 +279,7 @@ fn policy_name(root: &Path, config: &Path) -> Result<String, StoreError> {
         let name = text
             .lines()
             .filter_map(|line| line.trim().strip_prefix("SELINUXTYPE="))
-            .last()
+            .next_back()
             .map(|value| value.trim().trim_matches('"').to_owned());
         return match name {
             Some(name) if is_plain_name(&name) => Ok(name),
@@ -231,7 +287,10 @@ fn policy_name(root: &Path, config: &Path) -> Result<String, StoreError> {
                 path: config.to_owned(),
                 why: format!("SELINUXTYPE `{name}` is not a plain policy name"),
             }),
-            None => Err(StoreError::NotAStore { path: config.to_owned(), why: "no SELINUXTYPE= line".to_owned() }),
+            None => Err(StoreError::NotAStore {
+                path: config.to_owned(),
+                why: "no SELINUXTYPE= line".to_owned(),
+            }),
         };
     }
     let stores = root.join("var/lib/selinux");
@@ -255,7 +314,11 @@ fn policy_name(root: &Path, config: &Path) -> Result<String, StoreError> {
 }
 
 fn is_plain_name(name: &str) -> bool {
-    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.')) && name != ".."
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+        && name != ".."
 }
 
 /// `store-root` of the root's `semanage.conf` (default `/var/lib/selinux`).
@@ -269,7 +332,7 @@ fn store_root(root: &Path) -> Result<String, StoreError> {
         .into_iter()
         .filter(|(key, _)| key == "store-root")
         .map(|(_, value)| value)
-        .last()
+        .next_back()
         .unwrap_or_else(|| "/var/lib/selinux".to_owned()))
 }
 
@@ -288,7 +351,10 @@ fn conf_entries(text: &str) -> Vec<(String, String)> {
             continue;
         }
         if let Some((key, value)) = line.split_once('=') {
-            entries.push((key.trim().to_owned(), value.trim().trim_matches('"').to_owned()));
+            entries.push((
+                key.trim().to_owned(),
+                value.trim().trim_matches('"').to_owned(),
+            ));
         }
     }
     entries
@@ -300,19 +366,27 @@ fn read_settings(root: Option<&Path>, store_dir: &Path) -> Result<Settings, Stor
         preserve_tunables: store_dir.join("active/preserve_tunables").exists(),
         ..Settings::default()
     };
-    let Some(conf) = root.map(|root| root.join("etc/selinux/semanage.conf")).filter(|conf| conf.is_file()) else {
+    let Some(conf) = root
+        .map(|root| root.join("etc/selinux/semanage.conf"))
+        .filter(|conf| conf.is_file())
+    else {
         return Ok(settings);
     };
     let text = fs::read_to_string(&conf).map_err(|error| StoreError::io(&conf, error))?;
     for (key, value) in conf_entries(&text) {
-        let bad = |why: &str| StoreError::NotAStore { path: conf.clone(), why: format!("`{key} = {value}`: {why}") };
+        let bad = |why: &str| StoreError::NotAStore {
+            path: conf.clone(),
+            why: format!("`{key} = {value}`: {why}"),
+        };
         let flag = |value: &str| match value {
             "1" | "true" => Ok(true),
             "0" | "false" => Ok(false),
             _ => Err(bad("expected true/false or 1/0")),
         };
         match key.as_str() {
-            "policy-version" => settings.policy_version = Some(value.parse().map_err(|_| bad("not a number"))?),
+            "policy-version" => {
+                settings.policy_version = Some(value.parse().map_err(|_| bad("not a number"))?)
+            }
             "handle-unknown" => match value.as_str() {
                 "allow" | "deny" | "reject" => settings.handle_unknown = Some(value.clone()),
                 _ => return Err(bad("expected allow, deny or reject")),
@@ -353,13 +427,17 @@ fn read_store_modules(store_dir: &Path) -> Result<Vec<Module>, StoreError> {
     let mut priorities: Vec<(u16, PathBuf)> = Vec::new();
     for entry in fs::read_dir(&modules_dir).map_err(|error| StoreError::io(&modules_dir, error))? {
         let entry = entry.map_err(|error| StoreError::io(&modules_dir, error))?;
-        let Some(priority) = entry.file_name().to_str().and_then(|name| name.parse::<u16>().ok()) else {
+        let Some(priority) = entry
+            .file_name()
+            .to_str()
+            .and_then(|name| name.parse::<u16>().ok())
+        else {
             continue; // `disabled`, or anything libsemanage would not read either
         };
         priorities.push((priority, entry.path()));
     }
     // Highest priority first, so the first one seen of a name wins.
-    priorities.sort_by(|a, b| b.0.cmp(&a.0));
+    priorities.sort_by_key(|p| std::cmp::Reverse(p.0));
     let disabled = modules_dir.join("disabled");
     let mut modules: Vec<Module> = Vec::new();
     for (priority, dir) in priorities {
@@ -382,7 +460,12 @@ fn read_store_modules(store_dir: &Path) -> Result<Vec<Module>, StoreError> {
                 });
             }
             let cil = read_module(&path)?;
-            modules.push(Module { name, priority: Some(priority), path, cil });
+            modules.push(Module {
+                name,
+                priority: Some(priority),
+                path,
+                cil,
+            });
         }
     }
     modules.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
@@ -395,13 +478,17 @@ fn read_module(path: &Path) -> Result<Vec<u8>, StoreError> {
     let mut head = [0u8; 3];
     let compressed = {
         let mut probe = &file;
-        let n = probe.read(&mut head).map_err(|error| StoreError::io(path, error))?;
+        let n = probe
+            .read(&mut head)
+            .map_err(|error| StoreError::io(path, error))?;
         n == 3 && &head == b"BZh"
     };
     let file = fs::File::open(path).map_err(|error| StoreError::io(path, error))?;
     let mut cil = Vec::new();
     let result = if compressed {
-        bzip2::read::MultiBzDecoder::new(file).take(MAX_MODULE_BYTES + 1).read_to_end(&mut cil)
+        bzip2::read::MultiBzDecoder::new(file)
+            .take(MAX_MODULE_BYTES + 1)
+            .read_to_end(&mut cil)
     } else {
         file.take(MAX_MODULE_BYTES + 1).read_to_end(&mut cil)
     };
@@ -424,9 +511,16 @@ fn read_extracted(dir: &Path) -> Result<Vec<Module>, StoreError> {
         if path.extension().is_none_or(|ext| ext != "cil") || !path.is_file() {
             continue;
         }
-        let Some(name) = path.file_stem().and_then(|s| s.to_str()).map(str::to_owned) else { continue };
+        let Some(name) = path.file_stem().and_then(|s| s.to_str()).map(str::to_owned) else {
+            continue;
+        };
         let cil = read_module(&path)?;
-        modules.push(Module { name, priority: None, path, cil });
+        modules.push(Module {
+            name,
+            priority: None,
+            path,
+            cil,
+        });
     }
     modules.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
     Ok(modules)
@@ -451,8 +545,14 @@ mod tests {
 
     #[test]
     fn root_of_a_store_directory() {
-        assert_eq!(root_of_store_dir(Path::new("/x/var/lib/selinux/default")), Some(PathBuf::from("/x")));
-        assert_eq!(root_of_store_dir(Path::new("/var/lib/selinux/default")), Some(PathBuf::from("/")));
+        assert_eq!(
+            root_of_store_dir(Path::new("/x/var/lib/selinux/default")),
+            Some(PathBuf::from("/x"))
+        );
+        assert_eq!(
+            root_of_store_dir(Path::new("/var/lib/selinux/default")),
+            Some(PathBuf::from("/"))
+        );
         assert_eq!(root_of_store_dir(Path::new("/srv/store")), None);
     }
 }

@@ -85,10 +85,11 @@ impl Profile {
     /// The names this profile needs from a store that it lacks.
     pub fn missing(&self, facts: &Facts) -> Vec<String> {
         let mut missing = Vec::new();
-        let attributes = self
-            .file_type_attributes
-            .iter()
-            .chain([&self.domain_attribute, &self.workload_attribute, &self.privileged_attribute]);
+        let attributes = self.file_type_attributes.iter().chain([
+            &self.domain_attribute,
+            &self.workload_attribute,
+            &self.privileged_attribute,
+        ]);
         for attribute in attributes {
             if !facts.declares_attribute(attribute) {
                 missing.push(format!("attribute {attribute}"));
@@ -115,7 +116,11 @@ impl Profile {
                 .iter()
                 .map(|&name| {
                     let profile = Profile::named(name);
-                    format!("{} lacks {}", name.as_str(), profile.missing(facts).join(", "))
+                    format!(
+                        "{} lacks {}",
+                        name.as_str(),
+                        profile.missing(facts).join(", ")
+                    )
                 })
                 .collect::<Vec<_>>()
                 .join("; ")),

@@ -48,8 +48,21 @@ pub struct ReachGroup {
 }
 
 const MODIFY: &[&str] = &[
-    "write", "append", "create", "unlink", "link", "rename", "setattr", "add_name", "remove_name", "rmdir", "reparent",
-    "relabelfrom", "relabelto", "mounton", "execmod",
+    "write",
+    "append",
+    "create",
+    "unlink",
+    "link",
+    "rename",
+    "setattr",
+    "add_name",
+    "remove_name",
+    "rmdir",
+    "reparent",
+    "relabelfrom",
+    "relabelto",
+    "mounton",
+    "execmod",
 ];
 const READ: &[&str] = &["read", "execute", "map", "execute_no_trans", "entrypoint"];
 
@@ -85,7 +98,11 @@ pub fn query(policy: &Path, types: &[&str]) -> Result<String, StoreError> {
     let classes = FILE_CLASSES.join(",");
     let names: Vec<String> = types.iter().map(|t| regex_syntax::escape(t)).collect();
     let pattern = format!("^({})$", names.join("|"));
-    run_tool("sesearch", &["-A", "-rt", "-t", &pattern, "-c", &classes], policy)
+    run_tool(
+        "sesearch",
+        &["-A", "-rt", "-t", &pattern, "-c", &classes],
+        policy,
+    )
 }
 
 /// Sorts the rules of [`query`]'s output out per protected type.
@@ -99,16 +116,24 @@ pub fn reach(
     let rules = allow_lines(rules_text);
     let mut reaches = Vec::new();
     for item in protected {
-        let mut groups: BTreeMap<String, (BTreeSet<String>, BTreeSet<String>, &'static str)> = BTreeMap::new();
+        let mut groups: BTreeMap<String, (BTreeSet<String>, BTreeSet<String>, &'static str)> =
+            BTreeMap::new();
         let mut traversal: BTreeSet<String> = BTreeSet::new();
         let mut traversal_rules: BTreeSet<String> = BTreeSet::new();
         let mut everyone: BTreeSet<String> = BTreeSet::new();
         let covers = |target: &str| {
-            target == item.type_name || attributes.attributes.get(target).is_some_and(|members| members.contains(item.type_name))
+            target == item.type_name
+                || attributes
+                    .attributes
+                    .get(target)
+                    .is_some_and(|members| members.contains(item.type_name))
         };
         for line in rules.iter().filter(|line| covers(&line.target)) {
             let sources = attributes.expand(&line.source);
-            let via = match (attributes.has_attribute(&line.source), attributes.has_attribute(&line.target)) {
+            let via = match (
+                attributes.has_attribute(&line.source),
+                attributes.has_attribute(&line.target),
+            ) {
                 (true, true) => format!("{} → {}", line.source, line.target),
                 (true, false) => line.source.clone(),
                 (false, true) => line.target.clone(),
@@ -125,7 +150,9 @@ pub fn reach(
                     continue;
                 }
                 everyone.insert(domain.clone());
-                let entry = groups.entry(via.clone()).or_insert_with(|| (BTreeSet::new(), BTreeSet::new(), "metadata"));
+                let entry = groups
+                    .entry(via.clone())
+                    .or_insert_with(|| (BTreeSet::new(), BTreeSet::new(), "metadata"));
                 entry.0.insert(domain);
                 entry.1.insert(line.text.clone());
                 if rank(access) > rank(entry.2) {
@@ -144,7 +171,11 @@ pub fn reach(
             .collect();
         // Widest first, then strongest, then by name.
         groups.sort_by(|a, b| {
-            b.domains.len().cmp(&a.domains.len()).then(rank(b.access).cmp(&rank(a.access))).then(a.via.cmp(&b.via))
+            b.domains
+                .len()
+                .cmp(&a.domains.len())
+                .then(rank(b.access).cmp(&rank(a.access)))
+                .then(a.via.cmp(&b.via))
         });
         reaches.push(Reach {
             type_name: item.type_name.to_owned(),
@@ -165,7 +196,12 @@ mod tests {
 
     #[test]
     fn access_strength() {
-        let set = |perms: &[&str]| perms.iter().map(|p| (*p).to_owned()).collect::<BTreeSet<_>>();
+        let set = |perms: &[&str]| {
+            perms
+                .iter()
+                .map(|p| (*p).to_owned())
+                .collect::<BTreeSet<_>>()
+        };
         assert_eq!(strength(&set(&["getattr", "open", "search"])), "metadata");
         assert_eq!(strength(&set(&["getattr", "read"])), "read");
         assert_eq!(strength(&set(&["read", "relabelto"])), "write");

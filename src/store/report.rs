@@ -23,16 +23,31 @@ pub fn render_text(report: &ModuleReport) -> String {
         if report.expand_check {
             "".to_owned()
         } else {
-            " (the store's semanage.conf has expand-check=0: semodule would not check them)".to_owned()
+            " (the store's semanage.conf has expand-check=0: semodule would not check them)"
+                .to_owned()
         }
     );
     if !report.includes.is_empty() {
-        let _ = writeln!(out, "Compiled in as extra modules: {}", report.includes.join(", "));
+        let _ = writeln!(
+            out,
+            "Compiled in as extra modules: {}",
+            report.includes.join(", ")
+        );
     }
 
     let _ = writeln!(out, "\nDomains");
-    let key_width = report.domains.iter().map(|d| d.key.len()).max().unwrap_or(0);
-    let type_width = report.domains.iter().map(|d| d.layout_type.len()).max().unwrap_or(0);
+    let key_width = report
+        .domains
+        .iter()
+        .map(|d| d.key.len())
+        .max()
+        .unwrap_or(0);
+    let type_width = report
+        .domains
+        .iter()
+        .map(|d| d.layout_type.len())
+        .max()
+        .unwrap_or(0);
     for domain in &report.domains {
         let why = match domain.origin {
             "store" => "the store's own type",
@@ -60,14 +75,21 @@ pub fn render_text(report: &ModuleReport) -> String {
     let _ = writeln!(
         out,
         "Workload set ({}; plus everything it can transition to): {}",
-        report.workload_expression.as_deref().unwrap_or("the layout's workloads"),
+        report
+            .workload_expression
+            .as_deref()
+            .unwrap_or("the layout's workloads"),
         report.workload_set.join(", ")
     );
 
     let _ = writeln!(out, "\nFile contexts");
     for path in &report.paths {
         let before = path.before.as_deref().unwrap_or("<<none>>");
-        let from = path.before_spec.as_deref().map(|s| format!(" from {s}")).unwrap_or_default();
+        let from = path
+            .before_spec
+            .as_deref()
+            .map(|s| format!(" from {s}"))
+            .unwrap_or_default();
         if path.lines.is_empty() {
             let _ = writeln!(out, "  {}: {before}{from}; no line written:", path.path);
         } else if before == path.after {
@@ -75,14 +97,22 @@ pub fn render_text(report: &ModuleReport) -> String {
         } else {
             let _ = writeln!(out, "  {}: {before}{from} → {}", path.path, path.after);
         }
-        for event in path.events.iter().filter(|e| !matches!(e, Event::Kept { .. })) {
+        for event in path
+            .events
+            .iter()
+            .filter(|e| !matches!(e, Event::Kept { .. }))
+        {
             let _ = writeln!(out, "      {}", describe_event(event));
         }
         if let Some(summary) = kept_summary(&path.events) {
             let _ = writeln!(out, "      {summary}");
         }
         if !path.lines.is_empty() && path.lines.len() > 1 {
-            let lines: Vec<String> = path.lines.iter().map(|l| format!("`{}`", l.regex)).collect();
+            let lines: Vec<String> = path
+                .lines
+                .iter()
+                .map(|l| format!("`{}`", l.regex))
+                .collect();
             let _ = writeln!(out, "      written as {}", lines.join(", "));
         }
     }
@@ -107,7 +137,11 @@ pub fn render_text(report: &ModuleReport) -> String {
             protection.declared_at
         );
         if !reach.granted.is_empty() {
-            let _ = writeln!(out, "      granted by the layout: {}", reach.granted.join(", "));
+            let _ = writeln!(
+                out,
+                "      granted by the layout: {}",
+                reach.granted.join(", ")
+            );
         }
         if !reach.workload_traversal.is_empty() {
             let _ = writeln!(
@@ -121,11 +155,24 @@ pub fn render_text(report: &ModuleReport) -> String {
             let _ = writeln!(out, "      no other domain can reach it");
             continue;
         }
-        let _ = writeln!(out, "      still reachable by {} other domains, by the store's design:", reach.domains);
+        let _ = writeln!(
+            out,
+            "      still reachable by {} other domains, by the store's design:",
+            reach.domains
+        );
         for group in &reach.groups {
-            let mut names: Vec<&str> = group.domains.iter().take(LISTED).map(String::as_str).collect();
+            let mut names: Vec<&str> = group
+                .domains
+                .iter()
+                .take(LISTED)
+                .map(String::as_str)
+                .collect();
             let more = group.domains.len().saturating_sub(LISTED);
-            let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+            let more = if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            };
             if names.is_empty() {
                 names.push("-");
             }
@@ -157,14 +204,34 @@ fn verification(verification: &Verification) -> String {
 }
 
 fn spec(spec: &SpecRef) -> String {
-    let modules = if spec.modules.is_empty() { String::new() } else { format!(", module {}", spec.modules.join(", ")) };
-    let file_type = if spec.file_type == "any" { String::new() } else { format!(" {}", spec.file_type) };
-    format!("`{}`{file_type} {} (line {}{modules})", spec.regex, spec.context, spec.line)
+    let modules = if spec.modules.is_empty() {
+        String::new()
+    } else {
+        format!(", module {}", spec.modules.join(", "))
+    };
+    let file_type = if spec.file_type == "any" {
+        String::new()
+    } else {
+        format!(" {}", spec.file_type)
+    };
+    format!(
+        "`{}`{file_type} {} (line {}{modules})",
+        spec.regex, spec.context, spec.line
+    )
 }
 
 /// Store specs kept below a path, in one line: how many, and the first few.
 pub fn kept_summary(events: &[Event]) -> Option<String> {
-    let kept: Vec<&SpecRef> = events.iter().filter_map(|e| if let Event::Kept { spec } = e { Some(spec) } else { None }).collect();
+    let kept: Vec<&SpecRef> = events
+        .iter()
+        .filter_map(|e| {
+            if let Event::Kept { spec } = e {
+                Some(spec)
+            } else {
+                None
+            }
+        })
+        .collect();
     let first = kept.first()?;
     let examples: Vec<String> = kept.iter().take(3).map(|s| spec(s)).collect();
     let more = kept.len().saturating_sub(3);

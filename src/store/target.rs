@@ -77,29 +77,62 @@ pub struct Baseline {
 impl Baseline {
     /// Opens and compiles the store. `exclude` leaves out a module of that
     /// name (an older version of the layout's own module).
-    pub fn prepare(path: &Path, options: &Options, exclude: Option<&str>) -> Result<Baseline, StoreError> {
+    pub fn prepare(
+        path: &Path,
+        options: &Options,
+        exclude: Option<&str>,
+    ) -> Result<Baseline, StoreError> {
         let store = Store::open(path)?;
         tracing::debug!("store read: {} modules", store.modules.len());
         let secilc = secilc::locate(options.secilc.as_deref())?;
-        let work = tempfile::Builder::new().prefix("semanifest-store-").tempdir().map_err(|e| StoreError::io(Path::new("temporary directory"), e))?;
+        let work = tempfile::Builder::new()
+            .prefix("semanifest-store-")
+            .tempdir()
+            .map_err(|e| StoreError::io(Path::new("temporary directory"), e))?;
         let all_inputs = compile::module_inputs(&store, &work.path().join("modules"))?;
-        let as_built = match compile::compile(&secilc, &store.settings, &all_inputs, &work.path().join("store"))? {
+        let as_built = match compile::compile(
+            &secilc,
+            &store.settings,
+            &all_inputs,
+            &work.path().join("store"),
+        )? {
             Ok(compiled) => compiled,
-            Err(refused) => return Err(StoreError::StockRefused { output: refused.output }),
+            Err(refused) => {
+                return Err(StoreError::StockRefused {
+                    output: refused.output,
+                })
+            }
         };
         let verification = verify(&store, &as_built)?;
         tracing::debug!("store compiled and verified: {verification:?}");
-        let replaced = exclude.and_then(|name| store.module(name)).map(|m| (m.name.clone(), m.priority));
+        let replaced = exclude
+            .and_then(|name| store.module(name))
+            .map(|m| (m.name.clone(), m.priority));
         let (inputs, stock) = match &replaced {
             None => (all_inputs, as_built),
             Some((name, priority)) => {
                 if priority.is_some_and(|p| p > 400) {
-                    return Err(StoreError::Shadowed { name: name.clone(), priority: priority.unwrap_or_default() });
+                    return Err(StoreError::Shadowed {
+                        name: name.clone(),
+                        priority: priority.unwrap_or_default(),
+                    });
                 }
-                let inputs: Vec<Input> = all_inputs.into_iter().filter(|input| &input.name != name).collect();
-                let stock = match compile::compile(&secilc, &store.settings, &inputs, &work.path().join("stock"))? {
+                let inputs: Vec<Input> = all_inputs
+                    .into_iter()
+                    .filter(|input| &input.name != name)
+                    .collect();
+                let stock = match compile::compile(
+                    &secilc,
+                    &store.settings,
+                    &inputs,
+                    &work.path().join("stock"),
+                )? {
                     Ok(compiled) => compiled,
-                    Err(refused) => return Err(StoreError::StockRefused { output: refused.output }),
+                    Err(refused) => {
+                        return Err(StoreError::StockRefused {
+                            output: refused.output,
+                        })
+                    }
                 };
                 (inputs, stock)
             }
@@ -126,13 +159,28 @@ impl Baseline {
                 profile
             }
             None => Profile::detect(&facts).map_err(|why| {
-                StoreError::Profile(format!("cannot tell which profile the store follows ({why}); pass --profile"))
+                StoreError::Profile(format!(
+                    "cannot tell which profile the store follows ({why}); pass --profile"
+                ))
             })?,
         };
-        let text = fs::read_to_string(&stock.file_contexts).map_err(|e| StoreError::io(&stock.file_contexts, e))?;
+        let text = fs::read_to_string(&stock.file_contexts)
+            .map_err(|e| StoreError::io(&stock.file_contexts, e))?;
         let specs = filecons::parse_specs(&text);
         let siblings = siblings(&store);
-        Ok(Baseline { store, secilc, work, inputs, stock, verification, facts, profile, specs, siblings, replaces: replaced })
+        Ok(Baseline {
+            store,
+            secilc,
+            work,
+            inputs,
+            stock,
+            verification,
+            facts,
+            profile,
+            specs,
+            siblings,
+            replaces: replaced,
+        })
     }
 
     /// What the manifest rules need: the store's types (aliases included),
@@ -140,7 +188,10 @@ impl Baseline {
     pub fn base_facts(&self) -> BaseFacts {
         let mut types: BTreeSet<String> = self.facts.types.keys().cloned().collect();
         types.extend(self.facts.aliases.keys().cloned());
-        BaseFacts { types, adopt_existing: true }
+        BaseFacts {
+            types,
+            adopt_existing: true,
+        }
     }
 
     pub fn work_dir(&self) -> &Path {
@@ -150,7 +201,8 @@ impl Baseline {
     /// The stock file contexts (with the store's siblings), for lookups.
     pub fn stock_contexts(&self) -> Result<FileContexts, StoreError> {
         let dir = self.work.path().join("stock-lookup");
-        let text = fs::read_to_string(&self.stock.file_contexts).map_err(|e| StoreError::io(&self.stock.file_contexts, e))?;
+        let text = fs::read_to_string(&self.stock.file_contexts)
+            .map_err(|e| StoreError::io(&self.stock.file_contexts, e))?;
         let main = self.siblings.write_with(&dir, &text)?;
         FileContexts::load(&main).map_err(|e| StoreError::FileContexts(e.to_string()))
     }
@@ -163,7 +215,9 @@ impl Baseline {
 }
 
 fn verify(store: &Store, built: &Compiled) -> Result<Verification, StoreError> {
-    let Some(policy) = &store.built.policy else { return Ok(Verification::Unavailable) };
+    let Some(policy) = &store.built.policy else {
+        return Ok(Verification::Unavailable);
+    };
     let mut problems = Vec::new();
     if !compile::same_bytes(policy, &built.policy)? {
         problems.push(format!("policy.33 differs from {}", policy.display()));
@@ -174,8 +228,12 @@ fn verify(store: &Store, built: &Compiled) -> Result<Verification, StoreError> {
         }
     }
     if problems.is_empty() {
-        let bytes = fs::metadata(policy).map_err(|e| StoreError::io(policy, e))?.len();
-        return Ok(Verification::Identical { policy_bytes: bytes });
+        let bytes = fs::metadata(policy)
+            .map_err(|e| StoreError::io(policy, e))?
+            .len();
+        return Ok(Verification::Identical {
+            policy_bytes: bytes,
+        });
     }
     let cause = if store.built.customisations.is_empty() {
         "the store was built by another libsepol version or with other settings".to_owned()
@@ -185,7 +243,9 @@ fn verify(store: &Store, built: &Compiled) -> Result<Verification, StoreError> {
             store.built.customisations.join(", ")
         )
     };
-    Ok(Verification::Differs { why: format!("{}; likely because {cause}", problems.join(" and ")) })
+    Ok(Verification::Differs {
+        why: format!("{}; likely because {cause}", problems.join(" and ")),
+    })
 }
 
 /// The files libselinux reads beside the store's `file_contexts`.
@@ -195,10 +255,15 @@ fn siblings(store: &Store) -> Siblings {
         Form::ExtractedCil { .. } => None,
     };
     let installed = match &store.form {
-        Form::Root { root, name, .. } => Some(root.join("etc/selinux").join(name).join("contexts/files")),
-        Form::StoreDir { root: Some(root), store_dir } => {
-            store_dir.file_name().map(|name| root.join("etc/selinux").join(name).join("contexts/files"))
+        Form::Root { root, name, .. } => {
+            Some(root.join("etc/selinux").join(name).join("contexts/files"))
         }
+        Form::StoreDir {
+            root: Some(root),
+            store_dir,
+        } => store_dir
+            .file_name()
+            .map(|name| root.join("etc/selinux").join(name).join("contexts/files")),
         _ => None,
     };
     let existing = |path: PathBuf| path.is_file().then_some(path);
@@ -210,14 +275,23 @@ fn siblings(store: &Store) -> Siblings {
     }
 }
 
-fn write_outputs(dir: &Path, compiled: &Compiled, siblings: &Siblings) -> Result<Vec<PathBuf>, StoreError> {
+fn write_outputs(
+    dir: &Path,
+    compiled: &Compiled,
+    siblings: &Siblings,
+) -> Result<Vec<PathBuf>, StoreError> {
     fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
     let policy = dir.join("policy.33");
     fs::copy(&compiled.policy, &policy).map_err(|e| StoreError::io(&compiled.policy, e))?;
     let contexts = dir.join("file_contexts");
-    fs::copy(&compiled.file_contexts, &contexts).map_err(|e| StoreError::io(&compiled.file_contexts, e))?;
+    fs::copy(&compiled.file_contexts, &contexts)
+        .map_err(|e| StoreError::io(&compiled.file_contexts, e))?;
     // A stale compiled sibling would be read instead of the new text.
-    for stale in ["file_contexts.bin", "file_contexts.local.bin", "file_contexts.homedirs.bin"] {
+    for stale in [
+        "file_contexts.bin",
+        "file_contexts.local.bin",
+        "file_contexts.homedirs.bin",
+    ] {
         let _ = fs::remove_file(dir.join(stale));
     }
     let mut written = vec![policy, contexts.clone()];
@@ -300,9 +374,11 @@ impl ModuleBuild {
         let mut written = vec![module];
         written.extend(write_outputs(dir, &self.predicted, &self.siblings)?);
         let text = dir.join("report.txt");
-        fs::write(&text, super::report::render_text(&self.report)).map_err(|e| StoreError::io(&text, e))?;
+        fs::write(&text, super::report::render_text(&self.report))
+            .map_err(|e| StoreError::io(&text, e))?;
         let json = dir.join("report.json");
-        let body = serde_json::to_string_pretty(&self.report).map_err(|e| StoreError::io(&json, std::io::Error::other(e)))?;
+        let body = serde_json::to_string_pretty(&self.report)
+            .map_err(|e| StoreError::io(&json, std::io::Error::other(e)))?;
         fs::write(&json, body + "\n").map_err(|e| StoreError::io(&json, e))?;
         written.extend([text, json]);
         Ok(written)
@@ -323,67 +399,123 @@ pub enum ModuleError {
     Template(#[from] minijinja::Error),
     /// secilc refused store + module; `violations` are the protections it
     /// proved broken, at the manifest lines that declared them.
-    #[error("secilc rejected store + module{}\n\nsecilc said:\n{output}", crate::policy::describe_violations(violations))]
-    Rejected { violations: Vec<Violation>, output: String },
+    #[error(
+        "secilc rejected store + module{}\n\nsecilc said:\n{output}",
+        crate::policy::describe_violations(violations)
+    )]
+    Rejected {
+        violations: Vec<Violation>,
+        output: String,
+    },
     /// The merged file contexts do not give the layout's types.
     #[error("the predicted file_contexts do not give the layout's labels:\n{}", .0.join("\n"))]
     NotProven(Vec<String>),
 }
 
 /// Builds the layout's module against `baseline`.
-pub fn build(baseline: &Baseline, parsed: &Parsed, options: &Options) -> Result<ModuleBuild, ModuleError> {
+pub fn build(
+    baseline: &Baseline,
+    parsed: &Parsed,
+    options: &Options,
+) -> Result<ModuleBuild, ModuleError> {
     let layout = &parsed.layout;
     let facts = &baseline.facts;
     let profile = baseline.profile;
     let domains = map_domains(layout, facts, profile, &options.maps)?;
-    let domain_types: BTreeMap<String, String> =
-        domains.iter().map(|d| (d.layout_type.clone(), d.store_type.clone())).collect();
-    let declared: BTreeSet<String> =
-        domains.iter().filter(|d| d.origin == "declared").map(|d| d.store_type.clone()).collect();
+    let domain_types: BTreeMap<String, String> = domains
+        .iter()
+        .map(|d| (d.layout_type.clone(), d.store_type.clone()))
+        .collect();
+    let declared: BTreeSet<String> = domains
+        .iter()
+        .filter(|d| d.origin == "declared")
+        .map(|d| d.store_type.clone())
+        .collect();
 
     // The workload set: container domains that are not privileged, the
     // layout's workloads, and everything any of them can transition to
     // (through the store's rules or the layout's).
-    let mut starts: BTreeSet<String> = facts.attributes.get(profile.workload_attribute).cloned().unwrap_or_default();
-    for privileged in facts.attributes.get(profile.privileged_attribute).into_iter().flatten() {
+    let mut starts: BTreeSet<String> = facts
+        .attributes
+        .get(profile.workload_attribute)
+        .cloned()
+        .unwrap_or_default();
+    for privileged in facts
+        .attributes
+        .get(profile.privileged_attribute)
+        .into_iter()
+        .flatten()
+    {
         starts.remove(privileged);
     }
-    let layout_workloads: BTreeSet<String> =
-        layout.workload_domains().map(|(_, d)| domain_types[&d.type_name].clone()).collect();
+    let layout_workloads: BTreeSet<String> = layout
+        .workload_domains()
+        .map(|(_, d)| domain_types[&d.type_name].clone())
+        .collect();
     starts.extend(layout_workloads.iter().cloned());
     let mut closure_facts = facts.clone();
     for domain in &layout.domains {
         for &next in &domain.transitions {
-            let (from, to) = (&domain_types[&domain.type_name], &domain_types[&layout.domain(next).type_name]);
+            let (from, to) = (
+                &domain_types[&domain.type_name],
+                &domain_types[&layout.domain(next).type_name],
+            );
             if from != to {
-                closure_facts.transitions.entry(from.clone()).or_default().insert(to.clone());
+                closure_facts
+                    .transitions
+                    .entry(from.clone())
+                    .or_default()
+                    .insert(to.clone());
             }
         }
     }
     let workload_members = closure_facts.transition_closure(starts.iter().cloned());
     let from_attribute: BTreeSet<String> = {
-        let mut members = facts.attributes.get(profile.workload_attribute).cloned().unwrap_or_default();
-        for privileged in facts.attributes.get(profile.privileged_attribute).into_iter().flatten() {
+        let mut members = facts
+            .attributes
+            .get(profile.workload_attribute)
+            .cloned()
+            .unwrap_or_default();
+        for privileged in facts
+            .attributes
+            .get(profile.privileged_attribute)
+            .into_iter()
+            .flatten()
+        {
             members.remove(privileged);
         }
         members
     };
-    let explicit: BTreeSet<String> = workload_members.difference(&from_attribute).cloned().collect();
+    let explicit: BTreeSet<String> = workload_members
+        .difference(&from_attribute)
+        .cloned()
+        .collect();
     let workload = WorkloadSet {
-        attribute: Some((profile.workload_attribute.to_owned(), profile.privileged_attribute.to_owned())),
+        attribute: Some((
+            profile.workload_attribute.to_owned(),
+            profile.privileged_attribute.to_owned(),
+        )),
         types: explicit,
     };
 
     // File contexts that win.
-    let contexts = StoreContexts { specs: &baseline.specs, siblings: &baseline.siblings, modules: &facts.filecon_modules };
+    let contexts = StoreContexts {
+        specs: &baseline.specs,
+        siblings: &baseline.siblings,
+        modules: &facts.filecon_modules,
+    };
     tracing::debug!("resolving file contexts");
     let resolution = filecons::resolve(layout, &contexts, &baseline.work_dir().join("resolve"))?;
     tracing::debug!("file contexts resolved");
     let stock = baseline.stock_contexts()?;
     let paths = path_reports(layout, &resolution, &stock, facts);
 
-    let adopted: BTreeSet<String> =
-        layout.paths.iter().filter(|r| facts.resolve(&r.type_name).is_some()).map(|r| r.type_name.clone()).collect();
+    let adopted: BTreeSet<String> = layout
+        .paths
+        .iter()
+        .filter(|r| facts.resolve(&r.type_name).is_some())
+        .map(|r| r.type_name.clone())
+        .collect();
     for rule in &layout.paths {
         if adopted.contains(&rule.type_name) && !facts.is_member(&rule.type_name, "file_type") {
             return Err(ModuleError::Mapping(format!(
@@ -397,13 +529,20 @@ pub fn build(baseline: &Baseline, parsed: &Parsed, options: &Options) -> Result<
 
     let mut referenced: BTreeSet<String> = domain_types.values().cloned().collect();
     referenced.extend(workload.types.iter().cloned());
-    referenced.extend([profile.workload_attribute.to_owned(), profile.privileged_attribute.to_owned()]);
+    referenced.extend([
+        profile.workload_attribute.to_owned(),
+        profile.privileged_attribute.to_owned(),
+    ]);
     referenced.extend(adopted.iter().cloned());
     referenced.extend(profile.file_type_attributes.iter().map(|a| (*a).to_owned()));
     let providers: BTreeMap<String, String> = referenced
         .iter()
         .filter(|name| !declared.contains(*name))
-        .filter_map(|name| facts.optional_provider(name).map(|module| (name.clone(), module.to_owned())))
+        .filter_map(|name| {
+            facts
+                .optional_provider(name)
+                .map(|module| (name.clone(), module.to_owned()))
+        })
         .collect();
 
     let target = StoreTarget {
@@ -416,12 +555,20 @@ pub fn build(baseline: &Baseline, parsed: &Parsed, options: &Options) -> Result<
             .collect(),
         declared_domains: declared.clone(),
         adopted_types: adopted.clone(),
-        file_type_attributes: profile.file_type_attributes.iter().map(|a| (*a).to_owned()).collect(),
+        file_type_attributes: profile
+            .file_type_attributes
+            .iter()
+            .map(|a| (*a).to_owned())
+            .collect(),
         domain_attribute: profile.domain_attribute.to_owned(),
         domain_role: profile.domain_role.to_owned(),
         providers,
         workload: workload.clone(),
-        filecons: resolution.paths.iter().map(|p| p.lines.iter().map(line_for_cil).collect()).collect(),
+        filecons: resolution
+            .paths
+            .iter()
+            .map(|p| p.lines.iter().map(line_for_cil).collect())
+            .collect(),
         store_notes: paths.iter().map(store_note).collect(),
         classes: facts.classes.clone(),
     };
@@ -434,45 +581,72 @@ pub fn build(baseline: &Baseline, parsed: &Parsed, options: &Options) -> Result<
     let module_path = work.join(format!("{}.cil", layout.module));
     fs::write(&module_path, &module_cil).map_err(|e| StoreError::io(&module_path, e))?;
     let mut inputs = baseline.inputs.clone();
-    inputs.push(Input { name: layout.module.clone(), path: module_path });
+    inputs.push(Input {
+        name: layout.module.clone(),
+        path: module_path,
+    });
     for include in &options.includes {
         if !include.is_file() {
             return Err(StoreError::io(include, std::io::ErrorKind::NotFound.into()).into());
         }
-        let name = include.file_stem().and_then(|s| s.to_str()).unwrap_or("include").to_owned();
-        inputs.push(Input { name, path: include.clone() });
+        let name = include
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("include")
+            .to_owned();
+        inputs.push(Input {
+            name,
+            path: include.clone(),
+        });
     }
-    let predicted = match compile::compile(&baseline.secilc, &baseline.store.settings, &inputs, &work.join("out"))? {
+    let predicted = match compile::compile(
+        &baseline.secilc,
+        &baseline.store.settings,
+        &inputs,
+        &work.join("out"),
+    )? {
         Ok(compiled) => compiled,
         Err(refused) => return Err(rejected(parsed, &refused.output)),
     };
 
     tracing::debug!("store + module compiled");
     // The proof, on the real merged file.
-    let text = fs::read_to_string(&predicted.file_contexts).map_err(|e| StoreError::io(&predicted.file_contexts, e))?;
+    let text = fs::read_to_string(&predicted.file_contexts)
+        .map_err(|e| StoreError::io(&predicted.file_contexts, e))?;
     let main = baseline.siblings.write_with(&work.join("proof"), &text)?;
     let merged = FileContexts::load(&main).map_err(|e| StoreError::FileContexts(e.to_string()))?;
     let mismatches = filecons::prove(&merged, &resolution.probes);
     if !mismatches.is_empty() {
-        return Err(ModuleError::NotProven(mismatches.iter().map(ToString::to_string).collect()));
+        return Err(ModuleError::NotProven(
+            mismatches.iter().map(ToString::to_string).collect(),
+        ));
     }
     let proven_keys = resolution.probes.len();
 
     tracing::debug!("proven");
     // Who else reaches each protected type: the predicted policy's
     // attributes and its rules on protected types, read in parallel.
-    let protected_types: BTreeSet<&str> = layout.protected().map(|r| r.type_name.as_str()).collect();
+    let protected_types: BTreeSet<&str> =
+        layout.protected().map(|r| r.type_name.as_str()).collect();
     let protected_types: Vec<&str> = protected_types.into_iter().collect();
     let (attributes, rules_text) = std::thread::scope(|scope| {
-        let attributes = scope.spawn(|| super::facts::run_tool("seinfo", &["-x", "-a"], &predicted.policy));
-        let rules = (!protected_types.is_empty()).then(|| scope.spawn(|| reach::query(&predicted.policy, &protected_types)));
+        let attributes =
+            scope.spawn(|| super::facts::run_tool("seinfo", &["-x", "-a"], &predicted.policy));
+        let rules = (!protected_types.is_empty())
+            .then(|| scope.spawn(|| reach::query(&predicted.policy, &protected_types)));
         (attributes.join(), rules.map(|r| r.join()))
     });
     let mut predicted_facts = Facts::default();
-    predicted_facts.parse_attributes(&attributes.map_err(|_| StoreError::Setools { tool: "seinfo", detail: "panicked".into() })??);
+    predicted_facts.parse_attributes(&attributes.map_err(|_| StoreError::Setools {
+        tool: "seinfo",
+        detail: "panicked".into(),
+    })??);
     let rules_text = match rules_text {
         None => String::new(),
-        Some(joined) => joined.map_err(|_| StoreError::Setools { tool: "sesearch", detail: "panicked".into() })??,
+        Some(joined) => joined.map_err(|_| StoreError::Setools {
+            tool: "sesearch",
+            detail: "panicked".into(),
+        })??,
     };
     let mut protected: Vec<Protected<'_>> = Vec::new();
     let mut declared_at: BTreeMap<&str, String> = BTreeMap::new();
@@ -481,18 +655,31 @@ pub fn build(baseline: &Baseline, parsed: &Parsed, options: &Options) -> Result<
             item.paths.push(rule.path.clone());
             continue;
         }
-        declared_at.insert(&rule.type_name, location(parsed, rule.protected_pos.unwrap_or(rule.pos)));
+        declared_at.insert(
+            &rule.type_name,
+            location(parsed, rule.protected_pos.unwrap_or(rule.pos)),
+        );
         protected.push(Protected {
             type_name: &rule.type_name,
             paths: vec![rule.path.clone()],
-            granted: rule.access.keys().map(|&d| domain_types[&layout.domain(d).type_name].clone()).collect(),
+            granted: rule
+                .access
+                .keys()
+                .map(|&d| domain_types[&layout.domain(d).type_name].clone())
+                .collect(),
         });
     }
     let reaches = reach::reach(&rules_text, &predicted_facts, &workload_members, &protected);
     tracing::debug!("reach computed");
     let protections = reaches
         .into_iter()
-        .map(|reach| Protection { declared_at: declared_at.get(reach.type_name.as_str()).cloned().unwrap_or_default(), reach })
+        .map(|reach| Protection {
+            declared_at: declared_at
+                .get(reach.type_name.as_str())
+                .cloned()
+                .unwrap_or_default(),
+            reach,
+        })
         .collect();
 
     let report = ModuleReport {
@@ -502,10 +689,13 @@ pub fn build(baseline: &Baseline, parsed: &Parsed, options: &Options) -> Result<
         profile: profile.name.as_str(),
         verification: baseline.verification.clone(),
         expand_check: baseline.store.settings.expand_check,
-        replaces: baseline.replaces.as_ref().map(|(name, priority)| match priority {
-            Some(p) => format!("{name} (priority {p})"),
-            None => name.clone(),
-        }),
+        replaces: baseline
+            .replaces
+            .as_ref()
+            .map(|(name, priority)| match priority {
+                Some(p) => format!("{name} (priority {p})"),
+                None => name.clone(),
+            }),
         domains,
         new_types: layout
             .paths
@@ -518,11 +708,18 @@ pub fn build(baseline: &Baseline, parsed: &Parsed, options: &Options) -> Result<
             .collect(),
         adopted_types: adopted.into_iter().collect(),
         workload_set: workload_members.into_iter().collect(),
-        workload_expression: Some(format!("{} minus {}", profile.workload_attribute, profile.privileged_attribute)),
+        workload_expression: Some(format!(
+            "{} minus {}",
+            profile.workload_attribute, profile.privileged_attribute
+        )),
         paths,
         protections,
         proven_keys,
-        includes: options.includes.iter().map(|p| p.display().to_string()).collect(),
+        includes: options
+            .includes
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect(),
     };
     Ok(ModuleBuild {
         module_name: layout.module.clone(),
@@ -540,7 +737,10 @@ fn location(parsed: &Parsed, pos: crate::diag::Pos) -> String {
 fn describe_origin(mapping: &DomainMapping, profile: &Profile) -> String {
     match mapping.origin {
         "store" => "the store's own type".to_owned(),
-        "runtime" => format!("the container runtime's domain in {}", profile.name.as_str()),
+        "runtime" => format!(
+            "the container runtime's domain in {}",
+            profile.name.as_str()
+        ),
         "workload" => format!("the workload domain in {}", profile.name.as_str()),
         "map" => "mapped with --map".to_owned(),
         _ => "not in the store: declared here".to_owned(),
@@ -556,18 +756,32 @@ fn map_domains(
 ) -> Result<Vec<DomainMapping>, ModuleError> {
     for (key, _) in maps {
         if !layout.domains.iter().any(|d| &d.key == key) {
-            return Err(ModuleError::Mapping(format!("--map {key}=…: the layout has no domain `{key}`")));
+            return Err(ModuleError::Mapping(format!(
+                "--map {key}=…: the layout has no domain `{key}`"
+            )));
         }
     }
     let is_domain = |name: &str| facts.is_member(name, profile.domain_attribute);
-    let privileged = facts.attributes.get(profile.privileged_attribute).cloned().unwrap_or_default();
+    let privileged = facts
+        .attributes
+        .get(profile.privileged_attribute)
+        .cloned()
+        .unwrap_or_default();
     let mut mappings = Vec::new();
     for (index, domain) in layout.domains.iter().enumerate() {
-        let runtime = domain.transitions.iter().any(|&t| layout.domain(t).workload);
-        let (store_type, origin) = if let Some((_, target)) = maps.iter().find(|(key, _)| key == &domain.key) {
+        let runtime = domain
+            .transitions
+            .iter()
+            .any(|&t| layout.domain(t).workload);
+        let (store_type, origin) = if let Some((_, target)) =
+            maps.iter().find(|(key, _)| key == &domain.key)
+        {
             let resolved = facts.resolve(target).unwrap_or(target).to_owned();
             if !is_domain(&resolved) {
-                return Err(ModuleError::Mapping(format!("--map {}={target}: the store has no domain `{target}`", domain.key)));
+                return Err(ModuleError::Mapping(format!(
+                    "--map {}={target}: the store has no domain `{target}`",
+                    domain.key
+                )));
             }
             (resolved, "map")
         } else if let Some(resolved) = facts.resolve(&domain.type_name) {
@@ -613,10 +827,19 @@ fn line_for_cil(line: &filecons::Line) -> FileconLine {
             "overrides the store's `{store_regex}` (its file_contexts line {store_line}): same keys, sorts right after it"
         ),
     };
-    FileconLine { regex: line.regex.clone(), file_type: filecons::cil_file_type(line.file_type).to_owned(), comment }
+    FileconLine {
+        regex: line.regex.clone(),
+        file_type: filecons::cil_file_type(line.file_type).to_owned(),
+        comment,
+    }
 }
 
-fn path_reports(layout: &Layout, resolution: &Resolution, stock: &FileContexts, facts: &Facts) -> Vec<PathReport> {
+fn path_reports(
+    layout: &Layout,
+    resolution: &Resolution,
+    stock: &FileContexts,
+    facts: &Facts,
+) -> Vec<PathReport> {
     layout
         .paths
         .iter()
@@ -624,9 +847,14 @@ fn path_reports(layout: &Layout, resolution: &Resolution, stock: &FileContexts, 
         .map(|(rule, lines)| {
             let (before, winner) = filecons::stock_label(stock, &rule.path);
             let before_spec = winner.map(|w| {
-                let modules = facts.filecon_modules.get(&w.regex).map(|m| m.iter().cloned().collect::<Vec<_>>().join(", "));
+                let modules = facts
+                    .filecon_modules
+                    .get(&w.regex)
+                    .map(|m| m.iter().cloned().collect::<Vec<_>>().join(", "));
                 match modules {
-                    Some(modules) if !modules.is_empty() => format!("`{}` (module {modules})", w.regex),
+                    Some(modules) if !modules.is_empty() => {
+                        format!("`{}` (module {modules})", w.regex)
+                    }
                     _ => format!("`{}` ({}:{})", w.regex, w.file, w.location),
                 }
             });
@@ -662,7 +890,11 @@ fn rejected(parsed: &Parsed, output: &str) -> ModuleError {
         .into_iter()
         .filter(|broken| broken.subject == workload)
         .filter_map(|broken| {
-            let rule = parsed.layout.paths.iter().find(|r| r.protected && r.type_name == broken.target)?;
+            let rule = parsed
+                .layout
+                .paths
+                .iter()
+                .find(|r| r.protected && r.type_name == broken.target)?;
             Some(Violation {
                 path: rule.path.clone(),
                 type_name: broken.target,
@@ -671,5 +903,8 @@ fn rejected(parsed: &Parsed, output: &str) -> ModuleError {
             })
         })
         .collect();
-    ModuleError::Rejected { violations, output: output.to_owned() }
+    ModuleError::Rejected {
+        violations,
+        output: output.to_owned(),
+    }
 }

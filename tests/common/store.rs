@@ -14,7 +14,13 @@ use std::process::Command;
 use super::run_ok;
 
 /// The packages whose versions decide the store's contents.
-const PACKAGES: &[&str] = &["selinux-policy-default", "selinux-policy-src", "selinux-policy-dev", "policycoreutils", "secilc"];
+const PACKAGES: &[&str] = &[
+    "selinux-policy-default",
+    "selinux-policy-src",
+    "selinux-policy-dev",
+    "policycoreutils",
+    "secilc",
+];
 
 /// A `semodule -p` root holding Debian's refpolicy store plus its container
 /// module. Built on first use (under a lock, so parallel tests and test
@@ -22,17 +28,23 @@ const PACKAGES: &[&str] = &["selinux-policy-default", "selinux-policy-src", "sel
 pub fn refpolicy_store() -> PathBuf {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/refpolicy-store");
     let mut versions = Command::new("dpkg-query");
-    versions.arg("-W").arg("-f=${Package} ${Version}\n").args(PACKAGES);
+    versions
+        .arg("-W")
+        .arg("-f=${Package} ${Version}\n")
+        .args(PACKAGES);
     let versions = run_ok(&mut versions);
     let mut hasher = DefaultHasher::new();
     versions.hash(&mut hasher);
-    fs::read(&script).expect("scripts/refpolicy-store").hash(&mut hasher);
+    fs::read(&script)
+        .expect("scripts/refpolicy-store")
+        .hash(&mut hasher);
     let key = format!("{:016x}", hasher.finish());
 
     let cache = Path::new(env!("CARGO_TARGET_TMPDIR"));
     fs::create_dir_all(cache).expect("target/tmp");
     let root = cache.join(format!("refpolicy-store-{key}"));
-    let lock = fs::File::create(cache.join(format!("refpolicy-store-{key}.lock"))).expect("lock file");
+    let lock =
+        fs::File::create(cache.join(format!("refpolicy-store-{key}.lock"))).expect("lock file");
     lock.lock().expect("lock the store cache");
     let done = root.join(".complete");
     if !done.exists() {
@@ -55,7 +67,12 @@ pub fn store_dir(root: &Path) -> PathBuf {
 /// A private copy of a store root, to install into.
 pub fn copy_of(root: &Path) -> tempfile::TempDir {
     let copy = tempfile::tempdir().expect("temporary directory");
-    run_ok(Command::new("cp").arg("-a").arg(format!("{}/.", root.display())).arg(copy.path()));
+    run_ok(
+        Command::new("cp")
+            .arg("-a")
+            .arg(format!("{}/.", root.display()))
+            .arg(copy.path()),
+    );
     copy
 }
 
