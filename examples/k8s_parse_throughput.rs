@@ -24,13 +24,11 @@ fn main() {
     let stream = text.repeat(copies);
 
     let started = Instant::now();
-    let manifests = match parse_str("stream.yaml", &stream) {
-        Ok(manifests) => manifests,
-        Err(error) => {
-            eprintln!("{error}");
-            std::process::exit(1);
-        }
-    };
+    let manifests = parse_str("stream.yaml", &stream);
+    if let Some(error) = manifests.invalid.first() {
+        eprintln!("{error}");
+        std::process::exit(1);
+    }
     let parsed = started.elapsed();
     let started = Instant::now();
     let findings = audit(&manifests, &HostPathRules::default());

@@ -55,8 +55,9 @@ fn rules() -> HostPathRules {
 }
 
 fn findings() -> Vec<Finding> {
-    let manifests = k8s::load_paths(&[Path::new("tests/data/k8s/corpus").to_path_buf()])
-        .unwrap_or_else(|e| panic!("{e}"));
+    let loaded = k8s::load_paths(&[Path::new("tests/data/k8s/corpus").to_path_buf()]);
+    assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
+    let manifests = loaded.manifests;
     let mut findings = k8s::audit(&manifests, &rules());
     // File names that need percent-encoding, and a finding without location.
     let odd = Location {

@@ -48,6 +48,9 @@ pub struct Outcome {
     pub input_errors: Vec<String>,
     /// Objects examined by the label phase, when it ran.
     pub labels_examined: Option<u64>,
+    /// Kubernetes documents that are not YAML at all. Each is also a
+    /// finding; like an input error, it makes the run exit 2.
+    pub not_yaml: usize,
 }
 
 /// Runs the policy, Kubernetes and label phases for a valid layout.
@@ -103,23 +106,13 @@ fn workload_and_label_phases(
     outcome: &mut Outcome,
 ) {
     if !options.k8s.is_empty() {
-        let manifests = match k8s::load_paths(&options.k8s) {
-            Ok(manifests) => manifests,
-            Err(errors) => {
-                // Malformed YAML is a finding at its position; a file that
-                // cannot be read at all is an input error.
-                for error in &errors.errors {
-                    match error {
-                        k8s::LoadError::Io { .. } | k8s::LoadError::NotUtf8 { .. } => {
-                            outcome.input_errors.push(error.to_string())
-                        }
-                        _ => outcome.findings.push(error.to_finding(None)),
-                    }
-                }
-                errors.loaded
-            }
-        };
-        outcome.findings.extend(k8s::audit(&manifests, &host_path_rules(parsed)));
+        // A file that cannot be read at all is an input error; a document
+        // that is not YAML is a finding at its position (so code review
+        // shows it) that also makes the run exit 2.
+        let loaded = k8s::load_paths(&options.k8s);
+        outcome.input_errors.extend(loaded.errors.iter().map(ToString::to_string));
+        outcome.not_yaml += loaded.manifests.invalid.iter().filter(|d| !d.is_yaml()).count();
+        outcome.findings.extend(k8s::audit(&loaded.manifests, &host_path_rules(parsed)));
     }
 
     if let Some(root) = &options.labels {

@@ -17,8 +17,13 @@ Phases, in order:
               setools confirms no workload can transition into a domain
               that may touch a protected type
   k8s         every hostPath volume in --k8s files/directories (Pods and
-              every workload kind, Lists, multi-document files) against the
-              layout's hostPath roots and protected paths
+              every workload kind, Lists, multi-document files, each
+              document on its own) against the layout's hostPath roots and
+              protected paths; a directory is read recursively like
+              `kubectl apply -R -f DIR`: *.yaml, *.yml and *.json (exact
+              case, dot-files too), hidden directories and symlinked
+              directories skipped, every skipped entry noted; workloads
+              pinned to kubernetes.io/os: windows are noted, not checked
               with --against STORE instead: the layout is built as a module
               for that policy store (see `build --target module`), compiled
               with the store's modules (neverallows checked whatever the
@@ -30,7 +35,9 @@ Phases, in order:
               node root, as in `setfiles -r`)
 
 Exit codes: 0 clean; 1 findings at error level (or warnings with
---deny-warnings); 2 usage errors, unreadable input or a missing tool.
+--deny-warnings); 2 usage errors, unreadable input (including a --k8s
+document that is not YAML, also reported as a k8s-invalid-yaml finding) or
+a missing tool. 2 wins over 1.
 
 Examples:
   semanifest check --k8s deploy/
@@ -58,7 +65,8 @@ pub struct Args {
     /// Extra CIL compiled with the policy (held to the layout's neverallows).
     #[arg(long = "include", value_name = "FILE.cil")]
     includes: Vec<PathBuf>,
-    /// Kubernetes YAML files or directories (searched recursively).
+    /// Kubernetes YAML or JSON files, or directories (read recursively:
+    /// *.yaml, *.yml, *.json, like `kubectl apply -R -f`).
     #[arg(long = "k8s", value_name = "PATH")]
     k8s: Vec<PathBuf>,
     /// Check the labels of every object under ROOT.
@@ -118,18 +126,18 @@ pub fn run(args: Args) -> Result<u8> {
             Err(code) => return Ok(code),
         },
     };
-    let (findings, input_errors, examined) = match parsed {
+    let (findings, input_errors, examined, not_yaml) = match parsed {
         // An invalid layout stops here: nothing downstream can be trusted.
         Err(report) => {
             let findings = report.diagnostics.iter().map(|d| layout::finding_of(d, &report.source)).collect();
-            (findings, Vec::new(), None)
+            (findings, Vec::new(), None, 0)
         }
         Ok(parsed) => {
             let outcome = match &against {
                 None => check::run(&parsed, &options),
                 Some(prepared) => check::run_against(&parsed, &options, &prepared.baseline, &prepared.options),
             };
-            (outcome.findings, outcome.input_errors, outcome.labels_examined)
+            (outcome.findings, outcome.input_errors, outcome.labels_examined, outcome.not_yaml)
         }
     };
     let text = match args.format {
@@ -151,7 +159,7 @@ pub fn run(args: Args) -> Result<u8> {
         eprintln!("semanifest: error: {error}");
     }
     let summary = report::Summary::of(&findings);
-    Ok(if !input_errors.is_empty() {
+    Ok(if !input_errors.is_empty() || not_yaml > 0 {
         super::EXIT_BAD_INPUT
     } else if summary.errors > 0 || (args.deny_warnings && summary.warnings > 0) {
         super::EXIT_FINDINGS

@@ -14,7 +14,7 @@ use std::fmt;
 
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
-use serde_saphyr::Spanned;
+use serde_saphyr::{Location, Spanned};
 
 /// Kinds whose pod template we read, and where it lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,6 +77,8 @@ pub(crate) struct Spec {
     pub init_containers: Option<Vec<Container>>,
     pub ephemeral_containers: Option<Vec<Container>>,
     pub security_context: Option<PodSecurityContext>,
+    pub node_selector: Option<NodeSelector>,
+    pub affinity: Option<Affinity>,
     // Controllers and Job.
     pub template: Option<PodTemplateSpec>,
     // CronJob.
@@ -100,11 +102,182 @@ pub(crate) struct Volume {
     pub host_path: Option<HostPathVolumeSource>,
 }
 
-#[derive(Deserialize)]
 pub(crate) struct HostPathVolumeSource {
     pub path: Spanned<String>,
-    #[serde(rename = "type")]
+    /// Where the `path` key is used. A value used after its key is written
+    /// there (`path: /x`, `path: *alias`); one used at the same place came
+    /// with its mapping through a merge key or an alias.
+    pub path_key: Location,
     pub path_type: Option<Spanned<String>>,
+}
+
+impl<'de> Deserialize<'de> for HostPathVolumeSource {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct HostPathVisitor;
+        impl<'de> Visitor<'de> for HostPathVisitor {
+            type Value = HostPathVolumeSource;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a hostPath volume source (a mapping with `path`)")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut path: Option<(Location, Spanned<String>)> = None;
+                let mut path_type = None;
+                while let Some(key) = map.next_key::<Spanned<String>>()? {
+                    match key.value.as_str() {
+                        "path" => path = Some((key.referenced, map.next_value()?)),
+                        "type" => path_type = map.next_value()?,
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                let (path_key, path) = path.ok_or_else(|| de::Error::missing_field("path"))?;
+                Ok(HostPathVolumeSource {
+                    path,
+                    path_key,
+                    path_type,
+                })
+            }
+        }
+        deserializer.deserialize_map(HostPathVisitor)
+    }
+}
+
+/// Node labels that name the operating system (`beta.` is the deprecated
+/// spelling older manifests still carry).
+pub(crate) const OS_LABELS: [&str; 2] = ["kubernetes.io/os", "beta.kubernetes.io/os"];
+
+/// `nodeSelector`, reduced to its OS label. Other entries are not read, so
+/// a value of another type there is not this tool's business.
+#[derive(Default)]
+pub(crate) struct NodeSelector {
+    pub os: Option<Spanned<LenientString>>,
+}
+
+impl<'de> Deserialize<'de> for NodeSelector {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct SelectorVisitor;
+        impl<'de> Visitor<'de> for SelectorVisitor {
+            type Value = NodeSelector;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a nodeSelector mapping")
+            }
+
+            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(NodeSelector::default())
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut selector = NodeSelector::default();
+                while let Some(key) = map.next_key::<LenientString>()? {
+                    match key.0.as_deref() {
+                        Some(label) if OS_LABELS.contains(&label) && selector.os.is_none() => {
+                            selector.os = Some(map.next_value()?);
+                        }
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(selector)
+            }
+        }
+        deserializer.deserialize_any(SelectorVisitor)
+    }
+}
+
+/// `affinity`, reduced to required node affinity.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Affinity {
+    pub node_affinity: Option<NodeAffinity>,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct NodeAffinity {
+    #[serde(rename = "requiredDuringSchedulingIgnoredDuringExecution")]
+    pub required: Option<RequiredNodeSelector>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct RequiredNodeSelector {
+    /// ORed: a node must match one term.
+    pub node_selector_terms: Option<Vec<NodeSelectorTerm>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct NodeSelectorTerm {
+    /// ANDed within the term.
+    pub match_expressions: Option<Vec<NodeSelectorRequirement>>,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct NodeSelectorRequirement {
+    pub key: Option<LenientString>,
+    pub operator: Option<LenientString>,
+    pub values: Option<Vec<Spanned<LenientString>>>,
+}
+
+/// A scalar read as a string when it is one; any other value (a number, a
+/// boolean, null, a collection) is accepted and read as `None`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct LenientString(pub Option<String>);
+
+impl<'de> Deserialize<'de> for LenientString {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct LenientVisitor;
+        impl<'de> Visitor<'de> for LenientVisitor {
+            type Value = LenientString;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any value")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(LenientString(Some(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(LenientString(Some(v)))
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(LenientString(None))
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(LenientString(None))
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(LenientString(None))
+            }
+            fn visit_i128<E: de::Error>(self, _: i128) -> Result<Self::Value, E> {
+                Ok(LenientString(None))
+            }
+            fn visit_u128<E: de::Error>(self, _: u128) -> Result<Self::Value, E> {
+                Ok(LenientString(None))
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(LenientString(None))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(LenientString(None))
+            }
+            fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(LenientString(None))
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(LenientString(None))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(LenientString(None))
+            }
+        }
+        deserializer.deserialize_any(LenientVisitor)
+    }
 }
 
 #[derive(Deserialize)]

@@ -7,7 +7,9 @@
 //! `seLinuxOptions.type`, a `type: Socket`) and the layout declaration it
 //! conflicts with are attached as related locations.
 
-use super::model::{HostPathMount, HostPathVolume, Manifests, Sourced, Workload};
+use super::model::{
+    HostPathMount, HostPathVolume, InvalidDocument, Manifests, PathOrigin, Sourced, Workload,
+};
 use super::path::NormalPath;
 use crate::check::report::{Finding, Location, Related, Rule, Severity};
 
@@ -105,8 +107,40 @@ pub static RULE_SKIPPED: Rule = Rule {
     default_severity: Severity::Note,
 };
 
+pub static RULE_SKIPPED_NON_LINUX: Rule = Rule {
+    id: "k8s-skipped-non-linux",
+    name: "KubernetesSkippedNonLinux",
+    summary: "A workload pins an operating system other than Linux and was not checked.",
+    why: "A pod whose nodeSelector or required node affinity pins `kubernetes.io/os` to another system (e.g. windows) never runs on a Linux node; its host paths are not this layout's.",
+    default_severity: Severity::Note,
+};
+
+pub static RULE_INVALID_YAML: Rule = Rule {
+    id: "k8s-invalid-yaml",
+    name: "KubernetesInvalidYaml",
+    summary: "A Kubernetes input document is not YAML.",
+    why: "A document that cannot be parsed cannot be checked, and kubectl would refuse it; the other documents of the file are still checked.",
+    default_severity: Severity::Error,
+};
+
+pub static RULE_INVALID_OBJECT: Rule = Rule {
+    id: "k8s-invalid-object",
+    name: "KubernetesInvalidObject",
+    summary: "A YAML document is not a valid Kubernetes object.",
+    why: "A value of the wrong shape, a duplicate key or a boolean spelled yes/no/on/off is read differently by different tools or refused by the API server; the document is not checked, the others are.",
+    default_severity: Severity::Error,
+};
+
+pub static RULE_SKIPPED_FILE: Rule = Rule {
+    id: "k8s-skipped-file",
+    name: "KubernetesSkippedFile",
+    summary: "An entry of a --k8s directory was not read.",
+    why: "Directories are read like `kubectl apply -R -f DIR`: files ending in .yaml, .yml or .json; a manifest under another name is not checked (and not applied by kubectl either).",
+    default_severity: Severity::Note,
+};
+
 /// Every rule this module can report, for documentation and SARIF.
-pub static RULES: [&Rule; 8] = [
+pub static RULES: [&Rule; 12] = [
     &RULE_INVALID_PATH,
     &RULE_OUTSIDE_ROOT,
     &RULE_PROTECTED,
@@ -115,6 +149,10 @@ pub static RULES: [&Rule; 8] = [
     &RULE_WRITABLE_READ_ONLY,
     &RULE_SOCKET_OR_DEVICE,
     &RULE_SKIPPED,
+    &RULE_SKIPPED_NON_LINUX,
+    &RULE_INVALID_YAML,
+    &RULE_INVALID_OBJECT,
+    &RULE_SKIPPED_FILE,
 ];
 
 /// hostPath types the API server accepts (`""` is "no check").
@@ -129,12 +167,18 @@ const VALID_HOST_PATH_TYPES: [&str; 8] = [
     "BlockDevice",
 ];
 
-/// Checks every hostPath volume of `manifests` against `rules`, and notes
-/// every skipped object. Findings come in input order: file by file,
-/// object by object, volume by volume.
+/// Checks every hostPath volume of `manifests` against `rules`; reports
+/// every document that could not be read, and notes every object, workload
+/// and directory entry that was not checked. Findings come in input order
+/// within each of those groups: file by file, object by object, volume by
+/// volume.
 pub fn audit(manifests: &Manifests, rules: &HostPathRules) -> Vec<Finding> {
     let mut findings = Vec::new();
     for workload in &manifests.workloads {
+        if let Some(os) = &workload.pinned_os {
+            findings.push(non_linux(workload, os));
+            continue;
+        }
         for volume in &workload.host_path_volumes {
             audit_volume(workload, volume, rules, &mut findings);
         }
@@ -159,7 +203,53 @@ pub fn audit(manifests: &Manifests, rules: &HostPathRules) -> Vec<Finding> {
             related: Vec::new(),
         });
     }
+    findings.extend(manifests.invalid.iter().map(invalid_document));
+    findings.extend(manifests.skipped_files.iter().map(|file| Finding {
+        rule: &RULE_SKIPPED_FILE,
+        severity: Severity::Note,
+        message: format!("skipped {}: {}", file.path, file.reason.describe()),
+        location: None,
+        snippet: None,
+        related: Vec::new(),
+    }));
     findings
+}
+
+/// A document that could not be read, at the parser's position, with its
+/// source line.
+pub fn invalid_document(document: &InvalidDocument) -> Finding {
+    let rule = if document.is_yaml() {
+        &RULE_INVALID_OBJECT
+    } else {
+        &RULE_INVALID_YAML
+    };
+    let location = document.location();
+    Finding {
+        rule,
+        severity: rule.default_severity,
+        message: document.description(),
+        snippet: document.source.line(location.line).map(str::to_owned),
+        location: Some(location),
+        related: Vec::new(),
+    }
+}
+
+fn non_linux(workload: &Workload, os: &Sourced<String>) -> Finding {
+    let volumes = workload.host_path_volumes.len();
+    Finding {
+        rule: &RULE_SKIPPED_NON_LINUX,
+        severity: Severity::Note,
+        message: format!(
+            "skipped {}: its pod spec pins kubernetes.io/os to {}, so it never runs on a Linux node; \
+             {volumes} hostPath volume{} not checked",
+            workload.display_name(),
+            os.value,
+            if volumes == 1 { "" } else { "s" }
+        ),
+        location: Some(workload.source.location(os.position)),
+        snippet: workload.source.line(os.position.line).map(str::to_owned),
+        related: Vec::new(),
+    }
 }
 
 /// Builds findings located at one volume's `path:` value.
@@ -169,8 +259,20 @@ struct VolumeReporter<'a> {
 }
 
 impl VolumeReporter<'_> {
-    fn finding(&self, rule: &'static Rule, message: String, related: Vec<Related>) -> Finding {
+    fn finding(&self, rule: &'static Rule, message: String, mut related: Vec<Related>) -> Finding {
         let position = self.volume.path.position;
+        match self.volume.path_origin {
+            Some(PathOrigin::Anchor(anchor)) => related.push(Related {
+                location: self.workload.source.location(anchor),
+                message: "the path is an alias; its value is written here".to_owned(),
+            }),
+            Some(PathOrigin::Merged(site)) => related.push(Related {
+                location: self.workload.source.location(site),
+                message: "the volume takes this path through a merge key or an alias here"
+                    .to_owned(),
+            }),
+            None => {}
+        }
         Finding {
             rule,
             severity: rule.default_severity,
@@ -226,6 +328,11 @@ fn audit_volume(
                 format!("path `{raw}`: {error}"),
                 Vec::new(),
             ));
+            // Whatever the path, an unconfined container mounting it is
+            // worth its own finding; the checks below need a real path.
+            for mount in &volume.mounts {
+                audit_mount_security(&report, mount, rules, findings);
+            }
             return;
         }
     };
@@ -474,7 +581,7 @@ mod tests {
     }
 
     fn rule_ids(yaml: &str, rules: &HostPathRules) -> Vec<&'static str> {
-        let manifests = parse_str("t.yaml", yaml).unwrap();
+        let manifests = parse_str("t.yaml", yaml);
         audit(&manifests, rules).iter().map(|f| f.rule.id).collect()
     }
 
@@ -536,7 +643,7 @@ mod tests {
             ),
         ];
         for (host_path, message) in cases {
-            let manifests = parse_str("t.yaml", &pod(host_path, true, None)).unwrap();
+            let manifests = parse_str("t.yaml", &pod(host_path, true, None));
             let findings = audit(&manifests, &rules);
             let protected = findings
                 .iter()
@@ -552,7 +659,7 @@ mod tests {
 
     #[test]
     fn no_roots_means_every_hostpath_is_outside() {
-        let manifests = parse_str("t.yaml", &pod("/var/mnt/x", true, None)).unwrap();
+        let manifests = parse_str("t.yaml", &pod("/var/mnt/x", true, None));
         let findings = audit(&manifests, &HostPathRules::default());
         assert_eq!(findings.len(), 1);
         assert!(

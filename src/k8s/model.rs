@@ -89,6 +89,11 @@ pub struct Workload {
     pub namespace: Option<String>,
     /// Every `hostPath` volume of the pod template, in spec order.
     pub host_path_volumes: Vec<HostPathVolume>,
+    /// The operating system other than Linux that the pod spec pins with
+    /// `nodeSelector` or required node affinity on `kubernetes.io/os`
+    /// (e.g. `windows`), located at that value. Such a pod never runs on a
+    /// Linux node, so its host paths are not this node's.
+    pub pinned_os: Option<Sourced<String>>,
 }
 
 impl Workload {
@@ -106,11 +111,27 @@ impl Workload {
 pub struct HostPathVolume {
     /// The volume's `name`.
     pub name: String,
-    /// `hostPath.path` exactly as written (normalised only by the checks).
+    /// `hostPath.path` exactly as written (normalised only by the checks),
+    /// located at the `path:` value: the alias token for `path: *anchor`,
+    /// the scalar inside the merged or aliased mapping otherwise.
     pub path: Sourced<String>,
+    /// Where the value came from when the position above is not the whole
+    /// story (an alias or a merge key).
+    pub path_origin: Option<PathOrigin>,
     /// `hostPath.type` (`Directory`, `Socket`, `CharDevice`, …).
     pub path_type: Option<Sourced<String>>,
     pub mounts: Vec<HostPathMount>,
+}
+
+/// How a `path:` value reached its volume through an anchor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PathOrigin {
+    /// `path: *alias`: the position is the alias; the string is written at
+    /// this anchor.
+    Anchor(Position),
+    /// The mapping holding `path:` is merged (`<<:`) or aliased into the
+    /// volume here; the position is the `path:` value inside it.
+    Merged(Position),
 }
 
 /// Which list of the pod spec a container comes from.
@@ -172,17 +193,126 @@ pub struct SkippedObject {
     pub position: Position,
 }
 
+/// Why a document could not be checked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Invalidity {
+    /// Not YAML: a syntax error, an undefined alias, or a document past the
+    /// size and alias limits that stop YAML bombs.
+    NotYaml,
+    /// An unrendered Helm or Go template (the document holds `{{`, first at
+    /// this line, and cannot be read): not the YAML it will become, even
+    /// where its braces happen to parse.
+    Templated { template_line: u32 },
+    /// YAML, but not an object the API server accepts: a value of the wrong
+    /// shape, a duplicate key, a boolean spelled `yes`/`no`/`on`/`off`.
+    NotAnObject,
+}
+
+/// One document of a stream that could not be read; the other documents
+/// of its file are read regardless.
+#[derive(Debug)]
+pub struct InvalidDocument {
+    pub source: Arc<SourceFile>,
+    /// Where the parser stopped.
+    pub position: Position,
+    /// The parser's message, without position, control characters escaped.
+    pub message: String,
+    pub invalidity: Invalidity,
+}
+
+impl InvalidDocument {
+    pub fn location(&self) -> Location {
+        self.source.location(Position {
+            length: None,
+            ..self.position
+        })
+    }
+
+    /// Whether the text is YAML at all (`check` exits 2 when it is not).
+    pub fn is_yaml(&self) -> bool {
+        self.invalidity == Invalidity::NotAnObject
+    }
+
+    /// The message without the location prefix.
+    pub fn description(&self) -> String {
+        match self.invalidity {
+            Invalidity::NotYaml => format!("invalid YAML: {}", self.message),
+            Invalidity::Templated { template_line } => format!(
+                "invalid YAML: {}; the file holds template syntax (`{{{{` at line {template_line}): \
+                 render it first (e.g. `helm template`) and check the output",
+                self.message
+            ),
+            Invalidity::NotAnObject => format!("not a valid Kubernetes object: {}", self.message),
+        }
+    }
+}
+
+impl std::fmt::Display for InvalidDocument {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.location(), self.description())
+    }
+}
+
+/// A directory entry under a `--k8s` directory that was not read, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SkippedFile {
+    /// The entry, named as `ARG/relative/path`.
+    pub path: String,
+    pub reason: SkipReason,
+}
+
+/// Why a directory entry was not read (see `docs/k8s.md`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SkipReason {
+    /// Not `.yaml`, `.yml` or `.json`.
+    Extension,
+    /// `.YAML`, `.Yml`, `.JSON`…: `kubectl apply -f DIR` compares
+    /// extensions case-sensitively and skips these too.
+    ExtensionCase,
+    /// A directory whose name starts with `.` (`.git`, `.github`).
+    HiddenDirectory,
+    /// A symbolic link to a directory (never followed: a loop could trap
+    /// the walk).
+    SymlinkedDirectory,
+    /// A FIFO, socket or device node (reading a FIFO could block forever),
+    /// or a symbolic link to one, or a dangling symbolic link.
+    NotRegularFile,
+}
+
+impl SkipReason {
+    pub fn describe(self) -> &'static str {
+        match self {
+            SkipReason::Extension => "not a .yaml, .yml or .json file",
+            SkipReason::ExtensionCase => {
+                "the extension is not lower-case .yaml, .yml or .json (kubectl apply -f DIR skips it too); \
+                 rename it or pass it as a file"
+            }
+            SkipReason::HiddenDirectory => "a hidden directory; pass it explicitly to check it",
+            SkipReason::SymlinkedDirectory => {
+                "a symbolic link to a directory, not followed; pass its target to check it"
+            }
+            SkipReason::NotRegularFile => "not a regular file (or a link to none)",
+        }
+    }
+}
+
 /// Everything read from the `--k8s` inputs.
 #[derive(Debug, Default)]
 pub struct Manifests {
     pub workloads: Vec<Workload>,
     pub skipped: Vec<SkippedObject>,
+    /// Documents that could not be read, in input order.
+    pub invalid: Vec<InvalidDocument>,
+    /// Directory entries that were not read.
+    pub skipped_files: Vec<SkippedFile>,
 }
 
 impl Manifests {
     pub fn extend(&mut self, other: Manifests) {
         self.workloads.extend(other.workloads);
         self.skipped.extend(other.skipped);
+        self.invalid.extend(other.invalid);
+        self.skipped_files.extend(other.skipped_files);
     }
 }
 
