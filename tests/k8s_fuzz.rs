@@ -14,7 +14,11 @@ fn corpus() -> &'static [String] {
     static CORPUS: OnceLock<Vec<String>> = OnceLock::new();
     CORPUS.get_or_init(|| {
         let mut texts = Vec::new();
-        for dir in ["tests/data/k8s/corpus", "tests/data/k8s/errors"] {
+        for dir in [
+            "tests/data/k8s/corpus",
+            "tests/data/k8s/errors",
+            "tests/data/k8s/upstream",
+        ] {
             let mut files: Vec<_> = fs::read_dir(dir)
                 .unwrap()
                 .map(|e| e.unwrap().path())

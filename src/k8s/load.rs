@@ -58,7 +58,10 @@ pub fn parse_source(source: Arc<SourceFile>) -> Manifests {
                     doc.collect(object, &mut manifests);
                 }
             }
-            Err(error) => manifests.invalid.push(doc.invalid(document.text, &error)),
+            Err(error) => match doc.objects_not_read(document.text) {
+                Some(skipped) => manifests.skipped.extend(skipped),
+                None => manifests.invalid.push(doc.invalid(document.text, &error)),
+            },
         }
     }
     manifests
@@ -87,6 +90,32 @@ impl Doc<'_> {
             position: self.position(&spanned.referenced),
             value: spanned.value,
         }
+    }
+
+    /// A document whose `spec` comes before its `kind` is read as if it
+    /// were a workload's (see `api`); when that fails and the kind turns
+    /// out not to be one, the failure was ours, not the document's: it is a
+    /// skipped object like any other of its kind.
+    fn objects_not_read(&self, text: &str) -> Option<Vec<SkippedObject>> {
+        #[derive(serde::Deserialize)]
+        struct KindOnly {
+            kind: Option<Spanned<String>>,
+        }
+        let objects: Vec<Spanned<KindOnly>> =
+            serde_saphyr::from_multiple_with_options(text, yaml_options(true)).ok()?;
+        let mut skipped = Vec::new();
+        for object in objects {
+            let kind = object.value.kind?;
+            if WorkloadKind::of(&kind.value).is_some() || is_list_kind(&kind.value) {
+                return None;
+            }
+            skipped.push(SkippedObject {
+                source: Arc::clone(self.source),
+                kind: Some(self.sourced(kind)),
+                position: self.position(&object.referenced),
+            });
+        }
+        Some(skipped)
     }
 
     fn invalid(&self, text: &str, error: &serde_saphyr::Error) -> InvalidDocument {

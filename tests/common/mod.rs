@@ -123,7 +123,9 @@ pub fn stderr(output: &Output) -> String {
 
 /// The project's own test data directory.
 pub fn data(relative: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(relative)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(relative)
 }
 
 /// The `semanifest` binary built for these tests.
