@@ -1,0 +1,63 @@
+//! `.ci/packages` is what a fresh machine gets before the tests run: every
+//! package the VM harness takes a command from must be in it, or be one
+//! Debian installs everywhere (Priority: required). A missing one once made
+//! the suite fail on a fresh machine only.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Command;
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn ci_packages() -> BTreeSet<String> {
+    let text = std::fs::read_to_string(repo().join(".ci/packages")).expect("read .ci/packages");
+    text.lines()
+        .map(|line| line.split('#').next().unwrap_or("").trim())
+        .filter(|line| !line.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+fn harness_packages() -> Vec<String> {
+    let out = Command::new(repo().join("testvm/run"))
+        .arg("--list-packages")
+        .output()
+        .expect("run testvm/run --list-packages");
+    assert!(out.status.success(), "testvm/run --list-packages: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap().lines().map(str::to_owned).collect()
+}
+
+/// Debian's archive metadata, not this machine's state: a package is on
+/// every Debian system when its priority is "required".
+fn priority(package: &str) -> Option<String> {
+    let out = Command::new("apt-cache").args(["show", "--no-all-versions", package]).output().ok()?;
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|line| line.strip_prefix("Priority: ").map(str::to_owned))
+}
+
+fn not_provided(packages: &[String]) -> Vec<String> {
+    let listed = ci_packages();
+    packages
+        .iter()
+        .filter(|p| !listed.contains(*p) && priority(p).as_deref() != Some("required"))
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn every_harness_package_is_installed_on_a_fresh_machine() {
+    let harness = harness_packages();
+    assert!(harness.len() > 10, "the harness names its packages: {harness:?}");
+    assert_eq!(not_provided(&harness), Vec::<String>::new(), "add these to .ci/packages");
+}
+
+#[test]
+fn control_an_unlisted_optional_package_is_caught() {
+    // kmod is neither in .ci/packages nor required: exactly the package
+    // whose absence once broke the suite on a fresh machine.
+    assert!(!ci_packages().contains("kmod"));
+    assert_eq!(not_provided(&["kmod".to_owned(), "coreutils".to_owned()]), vec!["kmod".to_owned()]);
+}
