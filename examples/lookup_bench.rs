@@ -39,7 +39,8 @@ use semanifest::fcontext::{FileContexts, FileKind};
 fn main() {
     let mut args = std::env::args().skip(1);
     let fc = PathBuf::from(
-        args.next().unwrap_or_else(|| "/etc/selinux/default/contexts/files/file_contexts".to_owned()),
+        args.next()
+            .unwrap_or_else(|| "/etc/selinux/default/contexts/files/file_contexts".to_owned()),
     );
     let count: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(20_000);
 
@@ -48,10 +49,15 @@ fn main() {
         name.push(suffix);
         std::fs::read_to_string(&name).unwrap_or_default()
     };
-    let vocabulary = path_gen::Vocabulary::new(&[&read(""), &read(".homedirs")], &[&read(".subs_dist")]);
+    let vocabulary =
+        path_gen::Vocabulary::new(&[&read(""), &read(".homedirs")], &[&read(".subs_dist")]);
     let mut rng = path_gen::Rng::new(0xBE4C);
-    let real: Vec<Vec<u8>> = (0..count).map(|_| vocabulary.real_looking(&mut rng)).collect();
-    let hostile: Vec<Vec<u8>> = (0..count / 4).map(|_| vocabulary.hostile(&mut rng)).collect();
+    let real: Vec<Vec<u8>> = (0..count)
+        .map(|_| vocabulary.real_looking(&mut rng))
+        .collect();
+    let hostile: Vec<Vec<u8>> = (0..count / 4)
+        .map(|_| vocabulary.hostile(&mut rng))
+        .collect();
     let mut host = Vec::new();
     for root in ["/usr", "/etc", "/var"] {
         collect_paths(std::path::Path::new(root), count / 3, &mut host);
@@ -65,7 +71,11 @@ fn main() {
     let theirs = fc_oracle::LibSelinux::open(&fc).unwrap_or_else(|error| panic!("{error}"));
     let their_load = started.elapsed();
 
-    println!("file_contexts: {} ({} specs), mode file, single thread", fc.display(), ours.len());
+    println!(
+        "file_contexts: {} ({} specs), mode file, single thread",
+        fc.display(),
+        ours.len()
+    );
     println!(
         "load: semanifest {:.1} ms, libselinux {:.1} ms (lazy: compiles regexes on first use)",
         our_load.as_secs_f64() * 1e3,
@@ -73,7 +83,11 @@ fn main() {
     );
     let mut mismatches = 0;
     let mut host_rate = 0.0;
-    for (name, keys) in [("real-looking", &real), ("hostile", &hostile), ("host files", &host)] {
+    for (name, keys) in [
+        ("real-looking", &real),
+        ("hostile", &hostile),
+        ("host files", &host),
+    ] {
         // Warm-up (libselinux compiles lazily, our lazy DFAs fill) and
         // agreement check on the same keys.
         mismatches += keys
@@ -107,10 +121,14 @@ fn main() {
     // entries up by name.
     let tree = fc_oracle::KeyTree::of(&host);
     let mut checked = 0;
-    tree.walk(&ours.directory(b"/"), b"/", &mut |directory, _, name, key| {
-        checked += 1;
-        mismatches += usize::from(directory.lookup(name, kind) != ours.lookup(key, kind));
-    });
+    tree.walk(
+        &ours.directory(b"/"),
+        b"/",
+        &mut |directory, _, name, key| {
+            checked += 1;
+            mismatches += usize::from(directory.lookup(name, kind) != ours.lookup(key, kind));
+        },
+    );
     assert_eq!(checked, tree.count(), "every entry was looked up");
     let rounds = 5;
     let started = Instant::now();
@@ -139,7 +157,9 @@ fn collect_paths(dir: &std::path::Path, limit: usize, out: &mut Vec<Vec<u8>>) {
     let start = out.len();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
         for entry in entries.flatten() {
             if out.len() - start >= limit {
                 return;
@@ -152,4 +172,3 @@ fn collect_paths(dir: &std::path::Path, limit: usize, out: &mut Vec<Vec<u8>>) {
         }
     }
 }
-

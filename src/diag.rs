@@ -68,11 +68,23 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     pub fn error(code: &'static str, pos: Pos, message: impl Into<String>) -> Self {
-        Diagnostic { severity: Severity::Error, code, message: message.into(), pos, help: None }
+        Diagnostic {
+            severity: Severity::Error,
+            code,
+            message: message.into(),
+            pos,
+            help: None,
+        }
     }
 
     pub fn warning(code: &'static str, pos: Pos, message: impl Into<String>) -> Self {
-        Diagnostic { severity: Severity::Warning, code, message: message.into(), pos, help: None }
+        Diagnostic {
+            severity: Severity::Warning,
+            code,
+            message: message.into(),
+            pos,
+            help: None,
+        }
     }
 
     pub fn with_help(mut self, help: impl Into<String>) -> Self {
@@ -105,7 +117,9 @@ impl Diagnostic {
                     .map(|c| if c == '\t' { '\t' } else { ' ' })
                     .collect();
                 let carets = "^".repeat(self.pos.width.max(1) as usize);
-                out.push_str(&format!("{pad} |\n{gutter} | {line}\n{pad} | {lead}{carets}\n"));
+                out.push_str(&format!(
+                    "{pad} |\n{gutter} | {line}\n{pad} | {lead}{carets}\n"
+                ));
             }
         } else {
             out.push_str(&format!(
@@ -131,12 +145,18 @@ pub struct Source {
 
 impl Source {
     pub fn new(name: impl Into<String>, text: impl Into<String>) -> Self {
-        Source { name: name.into(), text: text.into() }
+        Source {
+            name: name.into(),
+            text: text.into(),
+        }
     }
 
     pub fn line(&self, line: u32) -> Option<&str> {
         let index = usize::try_from(line).ok()?.checked_sub(1)?;
-        self.text.lines().nth(index).map(|l| l.trim_end_matches('\r'))
+        self.text
+            .lines()
+            .nth(index)
+            .map(|l| l.trim_end_matches('\r'))
     }
 }
 
@@ -158,7 +178,9 @@ impl Report {
     }
 
     pub fn warnings(&self) -> impl Iterator<Item = &Diagnostic> {
-        self.diagnostics.iter().filter(|d| d.severity == Severity::Warning)
+        self.diagnostics
+            .iter()
+            .filter(|d| d.severity == Severity::Warning)
     }
 }
 

@@ -95,8 +95,13 @@ pub struct Access {
 }
 
 impl Access {
-    pub const SEARCH: Access =
-        Access { search: true, read: false, append: false, write: false, exec: false };
+    pub const SEARCH: Access = Access {
+        search: true,
+        read: false,
+        append: false,
+        write: false,
+        exec: false,
+    };
 
     /// Closes the set under the implications between levels.
     pub fn normalised(mut self) -> Self {
@@ -194,7 +199,11 @@ impl Propagation {
     ];
 
     pub fn as_str(&self) -> &'static str {
-        Self::ALL.iter().find(|(_, p)| p == self).map(|(n, _)| *n).unwrap_or("private")
+        Self::ALL
+            .iter()
+            .find(|(_, p)| p == self)
+            .map(|(n, _)| *n)
+            .unwrap_or("private")
     }
 }
 
@@ -268,15 +277,27 @@ mod tests {
 
     #[test]
     fn ancestors_nearest_first() {
-        assert_eq!(ancestors("/var/lib/etcd").collect::<Vec<_>>(), ["/var/lib", "/var"]);
+        assert_eq!(
+            ancestors("/var/lib/etcd").collect::<Vec<_>>(),
+            ["/var/lib", "/var"]
+        );
         assert_eq!(ancestors("/var").count(), 0);
     }
 
     #[test]
     fn access_levels_nest() {
-        let write = Access { write: true, ..Access::default() }.normalised();
+        let write = Access {
+            write: true,
+            ..Access::default()
+        }
+        .normalised();
         assert!(write.read && write.append && write.search);
-        let read_exec = Access { read: true, exec: true, ..Access::default() }.normalised();
+        let read_exec = Access {
+            read: true,
+            exec: true,
+            ..Access::default()
+        }
+        .normalised();
         assert_eq!(read_exec.names(), ["read", "exec"]);
         assert!(!read_exec.modifies());
     }

@@ -16,7 +16,12 @@ fn build_default(out: &Path, extra: &[&str]) -> std::process::Output {
 /// `sesearch -A` rules from `source` to `target`, optionally for a class and
 /// permission. Attributes are expanded (sesearch's default), so a rule
 /// granted through an attribute counts.
-fn allow_rules(policy: &Path, source: &str, target: &str, class_perm: Option<(&str, &str)>) -> Vec<String> {
+fn allow_rules(
+    policy: &Path,
+    source: &str,
+    target: &str,
+    class_perm: Option<(&str, &str)>,
+) -> Vec<String> {
     let mut command = Command::new(tool("sesearch", "setools"));
     command.args(["-A", "-s", source, "-t", target]);
     if let Some((class, perm)) = class_perm {
@@ -24,8 +29,16 @@ fn allow_rules(policy: &Path, source: &str, target: &str, class_perm: Option<(&s
     }
     command.arg(policy);
     let output = run(&mut command);
-    assert!(output.status.success(), "sesearch failed: {}", stderr(&output));
-    common::stdout(&output).lines().filter(|l| l.starts_with("allow")).map(str::to_owned).collect()
+    assert!(
+        output.status.success(),
+        "sesearch failed: {}",
+        stderr(&output)
+    );
+    common::stdout(&output)
+        .lines()
+        .filter(|l| l.starts_with("allow"))
+        .map(str::to_owned)
+        .collect()
 }
 
 #[test]
@@ -33,7 +46,12 @@ fn default_layout_builds_and_sesearch_confirms_the_protections() {
     let out = tempfile::tempdir().unwrap();
     let output = build_default(out.path(), &[]);
     assert!(output.status.success(), "{}", stderr(&output));
-    for file in ["structured_var.cil", "base.cil", "file_contexts", "policy.33"] {
+    for file in [
+        "structured_var.cil",
+        "base.cil",
+        "file_contexts",
+        "policy.33",
+    ] {
         assert!(out.path().join(file).is_file(), "{file} missing");
     }
     let policy = out.path().join("policy.33");
@@ -42,15 +60,33 @@ fn default_layout_builds_and_sesearch_confirms_the_protections() {
     assert!(!allow_rules(&policy, "etcd_t", "etcd_var_t", Some(("file", "write"))).is_empty());
     assert!(!allow_rules(&policy, "container_t", "var_mnt_t", Some(("file", "write"))).is_empty());
     assert!(!allow_rules(&policy, "container_t", "pods_log_t", Some(("file", "read"))).is_empty());
-    assert!(!allow_rules(&policy, "kubelet_t", "kubelet_pki_t", Some(("file", "write"))).is_empty());
+    assert!(!allow_rules(
+        &policy,
+        "kubelet_t",
+        "kubelet_pki_t",
+        Some(("file", "write"))
+    )
+    .is_empty());
 
-    for protected in ["etcd_var_t", "kubelet_pki_t", "kubelet_var_t", "audit_log_t", "overlays_var_t"] {
+    for protected in [
+        "etcd_var_t",
+        "kubelet_pki_t",
+        "kubelet_var_t",
+        "audit_log_t",
+        "overlays_var_t",
+    ] {
         let rules = allow_rules(&policy, "container_t", protected, None);
-        assert!(rules.is_empty(), "container_t reaches {protected}: {rules:#?}");
+        assert!(
+            rules.is_empty(),
+            "container_t reaches {protected}: {rules:#?}"
+        );
     }
     for perm in ["write", "append"] {
         let rules = allow_rules(&policy, "container_t", "pods_log_t", Some(("file", perm)));
-        assert!(rules.is_empty(), "container_t may {perm} pods_log_t: {rules:#?}");
+        assert!(
+            rules.is_empty(),
+            "container_t may {perm} pods_log_t: {rules:#?}"
+        );
     }
 }
 
@@ -60,7 +96,11 @@ fn build_is_deterministic() {
     assert!(build_default(a.path(), &[]).status.success());
     assert!(build_default(b.path(), &[]).status.success());
     for file in ["structured_var.cil", "file_contexts", "policy.33"] {
-        assert_eq!(fs::read(a.path().join(file)).unwrap(), fs::read(b.path().join(file)).unwrap(), "{file}");
+        assert_eq!(
+            fs::read(a.path().join(file)).unwrap(),
+            fs::read(b.path().join(file)).unwrap(),
+            "{file}"
+        );
     }
 }
 
@@ -68,18 +108,43 @@ fn build_is_deterministic() {
 fn leaky_include_fails_and_names_the_protected_path() {
     let out = tempfile::tempdir().unwrap();
     let leaky = out.path().join("leaky.cil");
-    fs::write(&leaky, "(allow container_t etcd_var_t (file (read open)))\n").unwrap();
-    let output = build_default(&out.path().join("out"), &["--include", leaky.to_str().unwrap()]);
+    fs::write(
+        &leaky,
+        "(allow container_t etcd_var_t (file (read open)))\n",
+    )
+    .unwrap();
+    let output = build_default(
+        &out.path().join("out"),
+        &["--include", leaky.to_str().unwrap()],
+    );
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     let text = stderr(&output);
-    assert!(text.contains("protected path `/var/lib/etcd` (etcd_var_t)"), "{text}");
-    assert!(text.contains("<embedded default layout>:25:18: error[neverallow]"), "{text}");
-    assert!(text.contains(&format!("granted by {}:1: (allow container_t etcd_var_t", leaky.display())), "{text}");
-    assert!(!out.path().join("out/policy.33").exists(), "no policy may be left behind");
+    assert!(
+        text.contains("protected path `/var/lib/etcd` (etcd_var_t)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("<embedded default layout>:25:18: error[neverallow]"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "granted by {}:1: (allow container_t etcd_var_t",
+            leaky.display()
+        )),
+        "{text}"
+    );
+    assert!(
+        !out.path().join("out/policy.33").exists(),
+        "no policy may be left behind"
+    );
 
     // Control: the same include without the protected target builds.
     fs::write(&leaky, "(allow container_t var_mnt_t (file (read open)))\n").unwrap();
-    let output = build_default(&out.path().join("out"), &["--include", leaky.to_str().unwrap()]);
+    let output = build_default(
+        &out.path().join("out"),
+        &["--include", leaky.to_str().unwrap()],
+    );
     assert!(output.status.success(), "{}", stderr(&output));
 }
 
@@ -87,24 +152,46 @@ fn leaky_include_fails_and_names_the_protected_path() {
 fn layout_granting_a_workload_a_protected_path_fails() {
     let dir = tempfile::tempdir().unwrap();
     let layout = dir.path().join("bad.yaml");
-    let text = semanifest::manifest::DEFAULT_LAYOUT.replace("access: { etcd: write }", "access: { etcd: write, pods: read }");
+    let text = semanifest::manifest::DEFAULT_LAYOUT.replace(
+        "access: { etcd: write }",
+        "access: { etcd: write, pods: read }",
+    );
     fs::write(&layout, &text).unwrap();
-    let output = run(semanifest().args(["build", "--layout"]).arg(&layout).arg("--out").arg(dir.path().join("o")));
+    let output = run(semanifest()
+        .args(["build", "--layout"])
+        .arg(&layout)
+        .arg("--out")
+        .arg(dir.path().join("o")));
     assert_eq!(output.status.code(), Some(2));
     let err = stderr(&output);
-    assert!(err.contains("protected path `/var/lib/etcd` grants access to workload domain `pods`"), "{err}");
+    assert!(
+        err.contains("protected path `/var/lib/etcd` grants access to workload domain `pods`"),
+        "{err}"
+    );
     assert!(err.contains(&format!("{}:", layout.display())), "{err}");
 }
 
 #[test]
 fn missing_secilc_says_how_to_install_it() {
     let out = tempfile::tempdir().unwrap();
-    let output = run(semanifest().arg("build").arg("--out").arg(out.path()).env("PATH", "/nonexistent"));
+    let output = run(semanifest()
+        .arg("build")
+        .arg("--out")
+        .arg(out.path())
+        .env("PATH", "/nonexistent"));
     assert_eq!(output.status.code(), Some(2));
-    assert!(stderr(&output).contains("apt-get install secilc"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("apt-get install secilc"),
+        "{}",
+        stderr(&output)
+    );
     let output = build_default(out.path(), &["--secilc", "/no/such/secilc"]);
     assert_eq!(output.status.code(), Some(2));
-    assert!(stderr(&output).contains("/no/such/secilc"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("/no/such/secilc"),
+        "{}",
+        stderr(&output)
+    );
 }
 
 #[test]
@@ -114,7 +201,10 @@ fn install_root_writes_the_selinux_tree_and_drops_stale_bin() {
     let files = root.join("etc/selinux/semanifest/contexts/files");
     fs::create_dir_all(&files).unwrap();
     fs::write(files.join("file_contexts.bin"), b"stale").unwrap();
-    let output = build_default(&dir.path().join("out"), &["--install-root", root.to_str().unwrap()]);
+    let output = build_default(
+        &dir.path().join("out"),
+        &["--install-root", root.to_str().unwrap()],
+    );
     assert!(output.status.success(), "{}", stderr(&output));
     let config = fs::read_to_string(root.join("etc/selinux/config")).unwrap();
     assert!(config.contains("SELINUXTYPE=semanifest"), "{config}");
@@ -123,14 +213,20 @@ fn install_root_writes_the_selinux_tree_and_drops_stale_bin() {
         fs::read(dir.path().join("out/policy.33")).unwrap()
     );
     assert!(files.join("file_contexts").is_file());
-    assert!(!files.join("file_contexts.bin").exists(), "stale .bin must be removed");
+    assert!(
+        !files.join("file_contexts.bin").exists(),
+        "stale .bin must be removed"
+    );
 }
 
 #[test]
 fn layout_show_prints_the_embedded_layout() {
     let output = run(semanifest().args(["layout", "show"]));
     assert!(output.status.success());
-    assert_eq!(common::stdout(&output), semanifest::manifest::DEFAULT_LAYOUT);
+    assert_eq!(
+        common::stdout(&output),
+        semanifest::manifest::DEFAULT_LAYOUT
+    );
 }
 
 #[test]
@@ -140,7 +236,14 @@ fn bad_manifest_exits_2_with_position() {
     fs::write(&layout, "apiVersion: semanifest.io/v1\nkind: Layout\nmetadata: {name: x}\nspec:\n  domains: {}\n  paths:\n    - path: /var/\n      type: var_t\n").unwrap();
     let output = run(semanifest().args(["layout", "validate"]).arg(&layout));
     assert_eq!(output.status.code(), Some(2));
-    assert!(stderr(&output).contains(&format!("{}:7:13: error[path-not-normalised]", layout.display())), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains(&format!(
+            "{}:7:13: error[path-not-normalised]",
+            layout.display()
+        )),
+        "{}",
+        stderr(&output)
+    );
     // Unreadable input is also exit 2, naming the path.
     let output = run(semanifest().args(["layout", "validate", "/no/such/layout.yaml"]));
     assert_eq!(output.status.code(), Some(2));

@@ -16,34 +16,62 @@ fn check(args: &[&str]) -> std::process::Output {
 #[test]
 fn default_layout_is_clean() {
     let output = check(&[]);
-    assert_eq!(output.status.code(), Some(0), "{}{}", stdout(&output), stderr(&output));
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&output),
+        stderr(&output)
+    );
     // The bind-mount note keeps the design choice visible.
-    assert!(stdout(&output).contains("note[layout-below-protected]"), "{}", stdout(&output));
+    assert!(
+        stdout(&output).contains("note[layout-below-protected]"),
+        "{}",
+        stdout(&output)
+    );
 }
 
 #[test]
 fn leaky_include_is_reported_at_the_protected_line() {
     let dir = tempfile::tempdir().unwrap();
     let leaky = dir.path().join("leaky.cil");
-    fs::write(&leaky, "(allow container_t kubelet_pki_t (file (read open)))\n").unwrap();
+    fs::write(
+        &leaky,
+        "(allow container_t kubelet_pki_t (file (read open)))\n",
+    )
+    .unwrap();
     let output = check(&["--include", leaky.to_str().unwrap(), "--format", "json"]);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     let findings = json["findings"].as_array().unwrap();
-    let neverallow: Vec<_> = findings.iter().filter(|f| f["rule"] == "policy-neverallow").collect();
+    let neverallow: Vec<_> = findings
+        .iter()
+        .filter(|f| f["rule"] == "policy-neverallow")
+        .collect();
     assert_eq!(neverallow.len(), 1, "{json:#}");
     let location = &neverallow[0]["location"];
     // `protected: true` of /var/lib/kubelet/pki in the embedded layout.
     assert_eq!(location["file"], "<embedded default layout>");
-    assert_eq!((location["line"].as_u64(), location["column"].as_u64()), (Some(39), Some(18)), "{json:#}");
-    assert!(neverallow[0]["message"].as_str().unwrap().contains("/var/lib/kubelet/pki"));
+    assert_eq!(
+        (location["line"].as_u64(), location["column"].as_u64()),
+        (Some(39), Some(18)),
+        "{json:#}"
+    );
+    assert!(neverallow[0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("/var/lib/kubelet/pki"));
 }
 
 #[test]
 fn workload_transition_into_a_protected_domain_is_reported() {
     let dir = tempfile::tempdir().unwrap();
     let extra = dir.path().join("transition.cil");
-    fs::write(&extra, "(allow container_t etcd_t (process (transition)))\n").unwrap();
+    fs::write(
+        &extra,
+        "(allow container_t etcd_t (process (transition)))\n",
+    )
+    .unwrap();
     let output = check(&["--include", extra.to_str().unwrap()]);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let text = stdout(&output);
@@ -53,19 +81,34 @@ fn workload_transition_into_a_protected_domain_is_reported() {
     // Control: a transition into a domain without protected access is fine.
     fs::write(&extra, "(type probe_t)\n(roletype system_r probe_t)\n(typeattributeset domain (probe_t))\n(allow container_t probe_t (process (transition)))\n").unwrap();
     let output = check(&["--include", extra.to_str().unwrap()]);
-    assert_eq!(output.status.code(), Some(0), "{}{}", stdout(&output), stderr(&output));
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&output),
+        stderr(&output)
+    );
 }
 
 #[test]
 fn invalid_layout_findings_carry_positions_and_exit_1() {
     let dir = tempfile::tempdir().unwrap();
     let layout = dir.path().join("bad.yaml");
-    let text = semanifest::manifest::DEFAULT_LAYOUT.replace("- path: /var/mnt\n", "- path: /var/mnt/\n");
+    let text =
+        semanifest::manifest::DEFAULT_LAYOUT.replace("- path: /var/mnt\n", "- path: /var/mnt/\n");
     fs::write(&layout, text).unwrap();
     let output = check(&["--layout", layout.to_str().unwrap()]);
     assert_eq!(output.status.code(), Some(1));
-    assert!(stdout(&output).contains(&format!("{}:80:13", layout.display())), "{}", stdout(&output));
-    assert!(stdout(&output).contains("error[layout-path]"), "{}", stdout(&output));
+    assert!(
+        stdout(&output).contains(&format!("{}:80:13", layout.display())),
+        "{}",
+        stdout(&output)
+    );
+    assert!(
+        stdout(&output).contains("error[layout-path]"),
+        "{}",
+        stdout(&output)
+    );
 }
 
 #[test]
@@ -76,9 +119,23 @@ fn base_overlap_is_a_warning_and_deny_warnings_fails() {
         + "\n    - path: /dev/shm\n      type: shm_t\n      access: { pods: write }\n";
     fs::write(&layout, text).unwrap();
     let output = check(&["--layout", layout.to_str().unwrap()]);
-    assert_eq!(output.status.code(), Some(0), "{}{}", stdout(&output), stderr(&output));
-    assert!(stdout(&output).contains("warning[layout-fc-base]"), "{}", stdout(&output));
-    assert!(stdout(&output).contains("`system_u:object_r:device_t:s0`"), "{}", stdout(&output));
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&output),
+        stderr(&output)
+    );
+    assert!(
+        stdout(&output).contains("warning[layout-fc-base]"),
+        "{}",
+        stdout(&output)
+    );
+    assert!(
+        stdout(&output).contains("`system_u:object_r:device_t:s0`"),
+        "{}",
+        stdout(&output)
+    );
     let output = check(&["--layout", layout.to_str().unwrap(), "--deny-warnings"]);
     assert_eq!(output.status.code(), Some(1));
 }
@@ -88,10 +145,18 @@ fn k8s_findings_and_unreadable_input() {
     let corpus = common::data("k8s/corpus/etcd-backup.yaml");
     let output = check(&["--k8s", corpus.to_str().unwrap()]);
     assert_eq!(output.status.code(), Some(1));
-    assert!(stdout(&output).contains("error[k8s-hostpath-protected]"), "{}", stdout(&output));
+    assert!(
+        stdout(&output).contains("error[k8s-hostpath-protected]"),
+        "{}",
+        stdout(&output)
+    );
     let output = check(&["--k8s", "/no/such/dir"]);
     assert_eq!(output.status.code(), Some(2), "{}", stdout(&output));
-    assert!(stderr(&output).contains("/no/such/dir"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("/no/such/dir"),
+        "{}",
+        stderr(&output)
+    );
 }
 
 fn setfattr(path: &Path, value: &str) {
@@ -107,23 +172,54 @@ fn setfattr(path: &Path, value: &str) {
 fn labels_report_exactly_the_injected_drift() {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let root = dir.path();
-    for sub in ["var/lib/etcd/member/snap", "var/mnt/data", "var/log/pods/ns_pod", "var/lib/kubelet/pki"] {
+    for sub in [
+        "var/lib/etcd/member/snap",
+        "var/mnt/data",
+        "var/log/pods/ns_pod",
+        "var/lib/kubelet/pki",
+    ] {
         fs::create_dir_all(root.join(sub)).unwrap();
     }
-    for file in ["var/lib/etcd/member/snap/db", "var/mnt/data/a", "var/log/pods/ns_pod/0.log", "var/lib/kubelet/pki/kubelet.key"] {
+    for file in [
+        "var/lib/etcd/member/snap/db",
+        "var/mnt/data/a",
+        "var/log/pods/ns_pod/0.log",
+        "var/lib/kubelet/pki/kubelet.key",
+    ] {
         fs::write(root.join(file), b"x").unwrap();
     }
     // Label everything correctly first.
-    let output = run(semanifest().args(["relabel", "--layout", "layouts/structured-var.yaml", "--root"]).arg(root).arg(root));
+    let output = run(semanifest()
+        .args([
+            "relabel",
+            "--layout",
+            "layouts/structured-var.yaml",
+            "--root",
+        ])
+        .arg(root)
+        .arg(root));
     assert!(output.status.success(), "{}", stderr(&output));
     // Control: a correctly labelled tree has no drift.
     let output = check(&["--labels", root.to_str().unwrap(), "--format", "json"]);
-    assert_eq!(output.status.code(), Some(0), "{}{}", stdout(&output), stderr(&output));
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&output),
+        stderr(&output)
+    );
 
     // In path order, which is the order findings are reported in.
-    let drifted = ["var/lib/etcd/member/snap/db", "var/log/pods/ns_pod/0.log", "var/mnt/data"];
+    let drifted = [
+        "var/lib/etcd/member/snap/db",
+        "var/log/pods/ns_pod/0.log",
+        "var/mnt/data",
+    ];
     setfattr(&root.join(drifted[0]), "system_u:object_r:var_mnt_t:s0");
-    setfattr(&root.join(drifted[1]), "system_u:object_r:pods_log_t:s0:c1,c2");
+    setfattr(
+        &root.join(drifted[1]),
+        "system_u:object_r:pods_log_t:s0:c1,c2",
+    );
     setfattr(&root.join(drifted[2]), "system_u:object_r:var_t:s0");
     let output = check(&["--labels", root.to_str().unwrap(), "--format", "json"]);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
@@ -137,7 +233,14 @@ fn labels_report_exactly_the_injected_drift() {
         .collect();
     assert_eq!(reported.len(), drifted.len(), "{reported:#?}");
     for (message, path) in reported.iter().zip(drifted) {
-        assert!(message.starts_with(&format!("{}/{path} is labelled", root.display())), "{message}");
+        assert!(
+            message.starts_with(&format!("{}/{path} is labelled", root.display())),
+            "{message}"
+        );
     }
-    assert!(stderr(&output).contains("3 with a different label"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("3 with a different label"),
+        "{}",
+        stderr(&output)
+    );
 }

@@ -59,7 +59,12 @@ fn mode_selects_typed_specs() {
 fn non_utf8_paths_are_echoed_byte_for_byte() {
     let (_dir, fc) = fc_file();
     let path = OsStr::from_bytes(b"/srv/\xff\xfe name");
-    let output = lookup().arg("--file-contexts").arg(&fc).arg(path).output().expect("runs");
+    let output = lookup()
+        .arg("--file-contexts")
+        .arg(&fc)
+        .arg(path)
+        .output()
+        .expect("runs");
     assert!(output.status.success());
     assert_eq!(output.stdout, b"/srv/\xff\xfe name\tu:r:srv_t:s0\n");
 }
@@ -98,24 +103,49 @@ fn bad_file_contexts_exits_2_with_file_and_line() {
     let (dir, _) = fc_file();
     let bad = dir.path().join("bad_fc");
     std::fs::write(&bad, "/ok u:r:t:s0\n/oops -z u:r:t:s0\n").expect("write");
-    let output = lookup().arg("--file-contexts").arg(&bad).arg("/ok").output().expect("runs");
+    let output = lookup()
+        .arg("--file-contexts")
+        .arg(&bad)
+        .arg("/ok")
+        .output()
+        .expect("runs");
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains(&format!("{}:2: invalid file type `-z`", bad.display())), "{stderr}");
+    assert!(
+        stderr.contains(&format!("{}:2: invalid file type `-z`", bad.display())),
+        "{stderr}"
+    );
     assert!(output.stdout.is_empty());
 }
 
 #[test]
 fn layout_compiles_the_manifest_and_answers_from_it() {
     let layout = concat!(env!("CARGO_MANIFEST_DIR"), "/layouts/structured-var.yaml");
-    let output = lookup().args(["--layout", layout, "/var/lib/etcd/member", "/var/mntx", "/proc/1"]).output().expect("runs");
-    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let output = lookup()
+        .args([
+            "--layout",
+            layout,
+            "/var/lib/etcd/member",
+            "/var/mntx",
+            "/proc/1",
+        ])
+        .output()
+        .expect("runs");
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     assert_eq!(
         String::from_utf8_lossy(&output.stdout),
         "/var/lib/etcd/member\tsystem_u:object_r:etcd_var_t:s0\n/var/mntx\tsystem_u:object_r:var_t:s0\n/proc/1\t<<none>>\n"
     );
     // A missing manifest is bad input, named.
-    let output = lookup().args(["--layout", "/no/such.yaml", "/var"]).output().expect("runs");
+    let output = lookup()
+        .args(["--layout", "/no/such.yaml", "/var"])
+        .output()
+        .expect("runs");
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("/no/such.yaml"));
 }
@@ -134,7 +164,10 @@ fn help_teaches_with_an_example() {
 fn cli_agrees_with_libselinux() {
     let (_dir, fc) = fc_file();
     let oracle = fc_oracle::LibSelinux::open(&fc).expect("libselinux");
-    for (flag, kind) in [("dir", semanifest::fcontext::FileKind::Dir), ("sock", semanifest::fcontext::FileKind::Socket)] {
+    for (flag, kind) in [
+        ("dir", semanifest::fcontext::FileKind::Dir),
+        ("sock", semanifest::fcontext::FileKind::Socket),
+    ] {
         let output = lookup()
             .arg("--file-contexts")
             .arg(&fc)
@@ -165,5 +198,10 @@ fn newline_in_an_argument_is_refused_before_any_output() {
     assert!(output.stdout.is_empty());
     assert!(String::from_utf8_lossy(&output.stderr).contains("newline"));
     // Control: without it the same command succeeds.
-    lookup().arg("--file-contexts").arg(&fc).arg("/srv/ok").assert().success();
+    lookup()
+        .arg("--file-contexts")
+        .arg(&fc)
+        .arg("/srv/ok")
+        .assert()
+        .success();
 }

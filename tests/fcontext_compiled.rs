@@ -26,7 +26,15 @@ const EDITED: &str = "\
 /c/exact        u:r:c_exact_edited_t:s0
 ";
 
-const KEYS: &[&[u8]] = &[b"/c", b"/c/x", b"/c/exact", b"/c/42", b"/c/x/y", b"/c/exact\n", b"/other"];
+const KEYS: &[&[u8]] = &[
+    b"/c",
+    b"/c/x",
+    b"/c/exact",
+    b"/c/42",
+    b"/c/x/y",
+    b"/c/exact\n",
+    b"/other",
+];
 
 fn compile(fc: &Path) {
     let status = Command::new("sefcontext_compile")
@@ -37,8 +45,12 @@ fn compile(fc: &Path) {
 }
 
 fn set_mtime(path: &Path, seconds_ago: u64) {
-    let file = std::fs::File::options().write(true).open(path).expect("open");
-    file.set_modified(SystemTime::now() - Duration::from_secs(seconds_ago)).expect("set mtime");
+    let file = std::fs::File::options()
+        .write(true)
+        .open(path)
+        .expect("open");
+    file.set_modified(SystemTime::now() - Duration::from_secs(seconds_ago))
+        .expect("set mtime");
 }
 
 fn bin_of(fc: &Path) -> PathBuf {
@@ -83,7 +95,10 @@ fn bin_alone_is_read() {
     compile(&fc);
     std::fs::remove_file(&fc).expect("remove text");
     let contexts = FileContexts::load(&fc).expect("loads the .bin");
-    assert_eq!(contexts.lookup(b"/c/42", FileKind::Any), Some("u:r:c_digits_t:s0"));
+    assert_eq!(
+        contexts.lookup(b"/c/42", FileKind::Any),
+        Some("u:r:c_digits_t:s0")
+    );
     assert_agree(&fc, &contexts);
 }
 
@@ -94,7 +109,10 @@ fn text_newer_than_bin_wins_and_the_stale_bin_is_ignored() {
     std::fs::write(&fc, EDITED).expect("edit");
     set_mtime(&bin_of(&fc), 3600);
     let contexts = FileContexts::load(&fc).expect("loads the text");
-    assert_eq!(contexts.lookup(b"/c/exact", FileKind::Any), Some("u:r:c_exact_edited_t:s0"));
+    assert_eq!(
+        contexts.lookup(b"/c/exact", FileKind::Any),
+        Some("u:r:c_exact_edited_t:s0")
+    );
     assert_agree(&fc, &contexts);
 }
 
@@ -109,7 +127,10 @@ fn newer_bin_that_disagrees_with_the_text_is_refused() {
     assert!(error.to_string().contains("sefcontext_compile"), "{error}");
     // libselinux (same PCRE2 version as the one that compiled it) reads the .bin:
     let oracle = LibSelinux::open(&fc).expect("libselinux loads");
-    assert_eq!(oracle.lookup(b"/c/exact", FileKind::Any), Answer::Label("u:r:c_exact_t:s0".into()));
+    assert_eq!(
+        oracle.lookup(b"/c/exact", FileKind::Any),
+        Answer::Label("u:r:c_exact_t:s0".into())
+    );
     // Control: recompiling resolves it.
     compile(&fc);
     let contexts = FileContexts::load(&fc).expect("loads");
@@ -122,7 +143,10 @@ fn equal_mtimes_prefer_the_bin() {
     compile(&fc);
     let now = SystemTime::now();
     for path in [fc.clone(), bin_of(&fc)] {
-        let file = std::fs::File::options().write(true).open(&path).expect("open");
+        let file = std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .expect("open");
         file.set_modified(now).expect("mtime");
     }
     let contexts = FileContexts::load(&fc).expect("loads");

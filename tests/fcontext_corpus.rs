@@ -72,7 +72,11 @@ fn cases() -> Vec<Case> {
                 })
                 .collect();
             Case {
-                name: dir.file_name().expect("name").to_string_lossy().into_owned(),
+                name: dir
+                    .file_name()
+                    .expect("name")
+                    .to_string_lossy()
+                    .into_owned(),
                 fc: dir.join("file_contexts"),
                 keys,
             }
@@ -110,7 +114,8 @@ fn every_key_and_mode_agrees_with_libselinux() {
     for case in cases() {
         let ours = FileContexts::load(&case.fc)
             .unwrap_or_else(|error| panic!("{}: semanifest cannot load: {error}", case.name));
-        let theirs = LibSelinux::open(&case.fc).unwrap_or_else(|error| panic!("{}: {error}", case.name));
+        let theirs =
+            LibSelinux::open(&case.fc).unwrap_or_else(|error| panic!("{}: {error}", case.name));
         for (key, expected) in &case.keys {
             for kind in FileKind::ALL {
                 let libselinux = theirs.lookup(key, kind);
@@ -147,17 +152,29 @@ fn every_key_and_mode_agrees_with_libselinux() {
         }
         let keys: Vec<Vec<u8>> = case.keys.iter().map(|(key, _)| key.clone()).collect();
         let (_, _, differ) = fc_oracle::directory_mismatches(&ours, &keys, 5);
-        failures.extend(differ.into_iter().map(|line| format!("{}: {line}", case.name)));
+        failures.extend(
+            differ
+                .into_iter()
+                .map(|line| format!("{}: {line}", case.name)),
+        );
     }
     assert!(compared > 1000, "only {compared} comparisons");
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 /// The oracle itself can fail: a different file for libselinux than for us
 /// must produce mismatches (control for the test above).
 #[test]
 fn oracle_detects_a_disagreement() {
-    let case = cases().into_iter().find(|case| case.name == "last_match_wins").expect("case");
+    let case = cases()
+        .into_iter()
+        .find(|case| case.name == "last_match_wins")
+        .expect("case");
     let skewed = FileContexts::from_text("skewed", b"/lm(/.*)? u:r:other_t:s0\n").expect("loads");
     let keys: Vec<Vec<u8>> = case.keys.iter().map(|(key, _)| key.clone()).collect();
     let (compared, mismatched, _) = fc_oracle::compare(&case.fc, &skewed, &keys, &FileKind::ALL, 5);
@@ -169,13 +186,20 @@ fn oracle_detects_a_disagreement() {
 /// against plain lookups of another are reported, on every entry.
 #[test]
 fn directory_check_detects_a_disagreement() {
-    let case = cases().into_iter().find(|case| case.name == "last_match_wins").expect("case");
+    let case = cases()
+        .into_iter()
+        .find(|case| case.name == "last_match_wins")
+        .expect("case");
     let ours = FileContexts::load(&case.fc).expect("loads");
     let skewed = FileContexts::from_text("skewed", b"/lm(/.*)? u:r:other_t:s0\n").expect("loads");
     let keys: Vec<Vec<u8>> = case.keys.iter().map(|(key, _)| key.clone()).collect();
-    let (compared, mismatched, examples) = fc_oracle::directory_mismatches_against(&skewed, &ours, &keys, 3);
+    let (compared, mismatched, examples) =
+        fc_oracle::directory_mismatches_against(&skewed, &ours, &keys, 3);
     assert!(compared > 0);
-    assert!(mismatched > 0 && examples.len() == 3, "{mismatched} of {compared}");
+    assert!(
+        mismatched > 0 && examples.len() == 3,
+        "{mismatched} of {compared}"
+    );
     let (compared, mismatched, _) = fc_oracle::directory_mismatches(&ours, &keys, 3);
     assert!(compared > 0 && mismatched == 0);
 }

@@ -49,7 +49,10 @@ fn bad_lines_are_refused_by_both_with_file_and_line() {
         let error = FileContexts::load(&path).expect_err("semanifest refuses");
         let message = error.to_string();
         let prefix = format!("{}:3: ", path.display());
-        assert!(message.starts_with(&prefix), "{message:?} should start with {prefix:?}");
+        assert!(
+            message.starts_with(&prefix),
+            "{message:?} should start with {prefix:?}"
+        );
         assert!(message.contains(says), "{message:?} should say {says:?}");
         assert!(
             LibSelinux::open(&path).is_err(),
@@ -63,7 +66,11 @@ fn bad_lines_are_refused_by_both_with_file_and_line() {
 fn errors_carry_their_kind() {
     let error = FileContexts::from_text("fc", b"\n\n/x -q t\n").expect_err("refused");
     match error {
-        LoadError::Spec { file, location, problem } => {
+        LoadError::Spec {
+            file,
+            location,
+            problem,
+        } => {
             assert_eq!(file, "fc");
             assert_eq!(location.to_string(), "3");
             assert_eq!(problem, SpecProblem::InvalidFileType("-q".to_owned()));
@@ -78,10 +85,19 @@ fn errors_carry_their_kind() {
 #[test]
 fn invalid_regexes_are_refused_at_load_where_libselinux_fails_at_lookup() {
     let dir = tempfile::tempdir().expect("tempdir");
-    for bad_line in [&b"/ok/bad( u:r:t:s0"[..], b"/ok/[z-a] u:r:t:s0", b"/ok/a** u:r:t:s0"] {
+    for bad_line in [
+        &b"/ok/bad( u:r:t:s0"[..],
+        b"/ok/[z-a] u:r:t:s0",
+        b"/ok/a** u:r:t:s0",
+    ] {
         let path = write_fc(dir.path(), bad_line);
-        let message = FileContexts::load(&path).expect_err("semanifest refuses").to_string();
-        assert!(message.starts_with(&format!("{}:3: regex `", path.display())), "{message}");
+        let message = FileContexts::load(&path)
+            .expect_err("semanifest refuses")
+            .to_string();
+        assert!(
+            message.starts_with(&format!("{}:3: regex `", path.display())),
+            "{message}"
+        );
         let oracle = LibSelinux::open(&path).expect("libselinux loads lazily");
         // The failed compile surfaces as a lookup failure (with a stale
         // errno, often ENOENT): no label either way.
@@ -91,7 +107,10 @@ fn invalid_regexes_are_refused_at_load_where_libselinux_fails_at_lookup() {
             String::from_utf8_lossy(bad_line)
         );
         // Control: a key that never reaches that spec works in libselinux.
-        assert_eq!(oracle.lookup(b"/after", FileKind::Any), Answer::Label("u:r:after_t:s0".into()));
+        assert_eq!(
+            oracle.lookup(b"/after", FileKind::Any),
+            Answer::Label("u:r:after_t:s0".into())
+        );
     }
 }
 
@@ -112,9 +131,14 @@ fn pcre_only_constructs_are_refused_with_a_reason() {
         let mut text = b"/x t\n".to_vec();
         text.extend_from_slice(spec);
         text.extend_from_slice(b" u:r:t:s0\n");
-        let message = FileContexts::from_text("fc", &text).expect_err("refused").to_string();
+        let message = FileContexts::from_text("fc", &text)
+            .expect_err("refused")
+            .to_string();
         assert!(message.starts_with("fc:2: regex `"), "{message}");
-        assert!(message.contains(reason), "{message:?} should mention {reason:?}");
+        assert!(
+            message.contains(reason),
+            "{message:?} should mention {reason:?}"
+        );
     }
 }
 
@@ -135,7 +159,10 @@ fn broken_homedirs_or_local_fails_the_whole_load() {
         let sibling = dir.path().join(sibling);
         std::fs::write(&sibling, b"/h u:r:h_t:s0\n/bad\n").expect("write");
         let message = FileContexts::load(&path).expect_err("refused").to_string();
-        assert!(message.starts_with(&format!("{}:2: ", sibling.display())), "{message}");
+        assert!(
+            message.starts_with(&format!("{}:2: ", sibling.display())),
+            "{message}"
+        );
         assert!(LibSelinux::open(&path).is_err());
         std::fs::remove_file(&sibling).expect("remove");
     }

@@ -15,15 +15,63 @@ use semanifest::fcontext::{FileContexts, FileKind};
 /// Pieces a spec is assembled from. Each is valid wherever it is placed,
 /// except the anchors, which only go last.
 const PIECES: &[&str] = &[
-    "/a", "/b", "/ab", "/a/b", "/x\\.y", "/1", "/a-b", "(/.*)?", "/.*", ".*", "[^/]*", "[^/]+",
-    "[a-c]", "\\d", "\\d+", "\\w+", "\\W", "\\s", "(a|b)", "(/a|/b)", "b?", "a+", "a{1,2}", "x{2}",
-    "(/[^/]*)?", "\\.", "[]a]", "[a-]", "[^a]", "\\x2e", "(?:ab)*", "(|/a)", "\\bx", "\\B", ".",
-    "[.]", "[\\d.]", "\\/", "\\-", "\\_", "\\n", "\\t", "(/.*)*", "((a|b)c)?",
+    "/a",
+    "/b",
+    "/ab",
+    "/a/b",
+    "/x\\.y",
+    "/1",
+    "/a-b",
+    "(/.*)?",
+    "/.*",
+    ".*",
+    "[^/]*",
+    "[^/]+",
+    "[a-c]",
+    "\\d",
+    "\\d+",
+    "\\w+",
+    "\\W",
+    "\\s",
+    "(a|b)",
+    "(/a|/b)",
+    "b?",
+    "a+",
+    "a{1,2}",
+    "x{2}",
+    "(/[^/]*)?",
+    "\\.",
+    "[]a]",
+    "[a-]",
+    "[^a]",
+    "\\x2e",
+    "(?:ab)*",
+    "(|/a)",
+    "\\bx",
+    "\\B",
+    ".",
+    "[.]",
+    "[\\d.]",
+    "\\/",
+    "\\-",
+    "\\_",
+    "\\n",
+    "\\t",
+    "(/.*)*",
+    "((a|b)c)?",
 ];
 const ENDINGS: &[&str] = &["", "", "", "", "$", "\\Z", "\\z", "(/x$)?"];
 const SUBSTITUTIONS: &[&str] = &[
-    "/ab /a\n", "/x /\n", "/b /a/b\n", "/a/b /x\n", "/a /b\n", "/1 /a\n", "/b /x\n", "/ac /ab/\n",
-    "# comment\n", "/lonely\n",
+    "/ab /a\n",
+    "/x /\n",
+    "/b /a/b\n",
+    "/a/b /x\n",
+    "/a /b\n",
+    "/1 /a\n",
+    "/b /x\n",
+    "/ac /ab/\n",
+    "# comment\n",
+    "/lonely\n",
 ];
 const TYPES: &[&str] = &["", "", "", "", "--", "-d", "-l", "-c", "-b", "-p", "-s"];
 const KEY_PIECES: &[&[u8]] = &[
@@ -44,7 +92,7 @@ fn random_spec(rng: &mut Rng) -> String {
         spec.push('|');
         for _ in 0..1 + rng.below(2) {
             let piece: &str = rng.pick(PIECES);
-        spec.push_str(piece);
+            spec.push_str(piece);
         }
     }
     let ending: &str = rng.pick(ENDINGS);
@@ -116,7 +164,9 @@ fn random_files_agree_with_libselinux() {
         subs_dist.push(".subs_dist");
         for path in [&subs, &subs_dist] {
             if rng.chance(25) {
-                let lines: String = (0..1 + rng.below(4)).map(|_| rng.pick(SUBSTITUTIONS)).collect();
+                let lines: String = (0..1 + rng.below(4))
+                    .map(|_| rng.pick(SUBSTITUTIONS))
+                    .collect();
                 std::fs::write(path, lines).expect("write");
             }
         }
@@ -126,8 +176,12 @@ fn random_files_agree_with_libselinux() {
         let mut keys: Vec<Vec<u8>> = (0..150).map(|_| random_key(&mut rng)).collect();
         keys.extend(fc_oracle::keys_for(&text));
         asked += keys.len();
-        labelled += keys.iter().filter(|key| ours.lookup(key, FileKind::Any).is_some()).count();
-        let (count, mismatched, examples) = fc_oracle::compare(&fc, &ours, &keys, &FileKind::ALL, 3);
+        labelled += keys
+            .iter()
+            .filter(|key| ours.lookup(key, FileKind::Any).is_some())
+            .count();
+        let (count, mismatched, examples) =
+            fc_oracle::compare(&fc, &ours, &keys, &FileKind::ALL, 3);
         compared += count;
         let (_, _, differ) = fc_oracle::directory_mismatches(&ours, &keys, 3);
         if !differ.is_empty() {
@@ -143,8 +197,16 @@ fn random_files_agree_with_libselinux() {
     }
     eprintln!("{compared} lookups over {files} random files (seed {seed}), {labelled}/{asked} keys labelled");
     // Control: the random files do label a good share of the keys.
-    assert!(labelled * 5 > asked, "only {labelled} of {asked} keys labelled");
-    assert!(failures.is_empty(), "{} files differ:\n{}", failures.len(), failures.join("\n\n"));
+    assert!(
+        labelled * 5 > asked,
+        "only {labelled} of {asked} keys labelled"
+    );
+    assert!(
+        failures.is_empty(),
+        "{} files differ:\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
 }
 
 proptest::proptest! {
@@ -204,7 +266,13 @@ fn many_specs_under_one_directory_agree_with_libselinux() {
     fc_oracle::assert_agrees_with_libselinux(&fc, &keys);
     // Control: the many specs decide, not the generic one.
     let contexts = FileContexts::load(&fc).expect("loads");
-    assert_eq!(contexts.lookup(b"/big/d9x300", FileKind::File), Some("u:r:big300_t:s0"));
+    assert_eq!(
+        contexts.lookup(b"/big/d9x300", FileKind::File),
+        Some("u:r:big300_t:s0")
+    );
     let below_big = contexts.directory(b"/big");
-    assert_eq!(below_big.lookup(b"d9x300", FileKind::File), Some("u:r:big300_t:s0"));
+    assert_eq!(
+        below_big.lookup(b"d9x300", FileKind::File),
+        Some("u:r:big300_t:s0")
+    );
 }

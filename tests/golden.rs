@@ -35,7 +35,10 @@ fn layouts() -> Vec<(String, Parsed)> {
         let parsed = manifest::parse(source, &base).unwrap_or_else(|report| panic!("{report}"));
         layouts.push((name, parsed));
     }
-    assert!(layouts.len() >= 4, "the default layout and at least three others");
+    assert!(
+        layouts.len() >= 4,
+        "the default layout and at least three others"
+    );
     layouts
 }
 
@@ -45,10 +48,17 @@ fn check_golden(path: PathBuf, actual: &str) {
         fs::write(&path, actual).unwrap();
         return;
     }
-    let expected = fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e}; run SEMANIFEST_BLESS=1 cargo test --test golden", path.display()));
+    let expected = fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}; run SEMANIFEST_BLESS=1 cargo test --test golden",
+            path.display()
+        )
+    });
     if expected != actual {
-        let first = expected.lines().zip(actual.lines()).position(|(a, b)| a != b);
+        let first = expected
+            .lines()
+            .zip(actual.lines())
+            .position(|(a, b)| a != b);
         panic!(
             "{} differs from the generated output (first differing line: {:?}); \
              if intended, run SEMANIFEST_BLESS=1 cargo test --test golden",
@@ -63,7 +73,10 @@ fn generated_cil_and_file_contexts_match_goldens() {
     for (name, parsed) in layouts() {
         let generated = policy::generate(&parsed).unwrap();
         let dir = common::data("golden").join(&name);
-        check_golden(dir.join(format!("{}.cil", generated.module_name)), &generated.module_cil);
+        check_golden(
+            dir.join(format!("{}.cil", generated.module_name)),
+            &generated.module_cil,
+        );
         check_golden(dir.join("file_contexts"), &generated.file_contexts);
     }
 }
@@ -71,7 +84,10 @@ fn generated_cil_and_file_contexts_match_goldens() {
 #[test]
 fn output_is_deterministic() {
     for (_, parsed) in layouts() {
-        assert_eq!(policy::generate(&parsed).unwrap(), policy::generate(&parsed).unwrap());
+        assert_eq!(
+            policy::generate(&parsed).unwrap(),
+            policy::generate(&parsed).unwrap()
+        );
     }
 }
 
@@ -85,9 +101,16 @@ fn every_golden_compiles_with_secilc_and_file_contexts_agree() {
         fs::write(&base, policy::base_cil()).unwrap();
         fs::write(&module, &generated.module_cil).unwrap();
         let output = common::secilc_files(dir.path(), &[&base, &module]);
-        assert!(output.status.success(), "{name}: secilc failed:\n{}", common::stderr(&output));
+        assert!(
+            output.status.success(),
+            "{name}: secilc failed:\n{}",
+            common::stderr(&output)
+        );
         let written = fs::read_to_string(dir.path().join("file_contexts")).unwrap();
-        assert_eq!(written, generated.file_contexts, "{name}: secilc wrote a different file_contexts");
+        assert_eq!(
+            written, generated.file_contexts,
+            "{name}: secilc wrote a different file_contexts"
+        );
         // Our lookup engine answers like libselinux on what secilc wrote.
         let mut keys = fc_oracle::keys_for(&written);
         for rule in &parsed.layout.paths {

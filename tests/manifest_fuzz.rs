@@ -21,11 +21,25 @@ fn mutation() -> impl Strategy<Value = Mutation> {
     prop_oneof![
         (any::<usize>(), any::<u8>()).prop_map(|(i, b)| Mutation::Flip(i, b)),
         any::<usize>().prop_map(Mutation::Truncate),
-        (any::<usize>(), prop::sample::select(vec![
-            ":".to_owned(), "- ".to_owned(), "{".to_owned(), "\n  ".to_owned(), "..".to_owned(),
-            "//".to_owned(), "&a".to_owned(), "*a".to_owned(), "\u{e9}".to_owned(), "\t".to_owned(),
-            "protected: true\n".to_owned(), "yes".to_owned(), "\"".to_owned(),
-        ])).prop_map(|(i, s)| Mutation::Insert(i, s)),
+        (
+            any::<usize>(),
+            prop::sample::select(vec![
+                ":".to_owned(),
+                "- ".to_owned(),
+                "{".to_owned(),
+                "\n  ".to_owned(),
+                "..".to_owned(),
+                "//".to_owned(),
+                "&a".to_owned(),
+                "*a".to_owned(),
+                "\u{e9}".to_owned(),
+                "\t".to_owned(),
+                "protected: true\n".to_owned(),
+                "yes".to_owned(),
+                "\"".to_owned(),
+            ])
+        )
+            .prop_map(|(i, s)| Mutation::Insert(i, s)),
         any::<usize>().prop_map(Mutation::DuplicateLine),
         any::<usize>().prop_map(Mutation::Dedent),
     ]
@@ -100,11 +114,17 @@ fn control_mutations_reach_both_outcomes() {
     let mut accepted = 0;
     let mut rejected = 0;
     for i in 0..400usize {
-        let text = apply(manifest::DEFAULT_LAYOUT, &[Mutation::DuplicateLine(i * 7), Mutation::Dedent(i * 13)]);
+        let text = apply(
+            manifest::DEFAULT_LAYOUT,
+            &[Mutation::DuplicateLine(i * 7), Mutation::Dedent(i * 13)],
+        );
         match manifest::parse(Source::new("c.yaml", text), &policy::base_facts()) {
             Ok(_) => accepted += 1,
             Err(_) => rejected += 1,
         }
     }
-    assert!(accepted > 0 && rejected > 0, "accepted {accepted}, rejected {rejected}");
+    assert!(
+        accepted > 0 && rejected > 0,
+        "accepted {accepted}, rejected {rejected}"
+    );
 }

@@ -14,7 +14,14 @@ fn diagnose(yaml: &str) -> Vec<(Severity, &'static str, String, String)> {
         Err(report) => report.diagnostics,
     };
     list.into_iter()
-        .map(|d| (d.severity, d.code, format!("{}:{}", d.pos.line, d.pos.column), d.message))
+        .map(|d| {
+            (
+                d.severity,
+                d.code,
+                format!("{}:{}", d.pos.line, d.pos.column),
+                d.message,
+            )
+        })
         .collect()
 }
 
@@ -25,7 +32,10 @@ fn assert_error(yaml: &str, code: &str, at: &str, message: &str) {
     assert_eq!(errors.len(), 1, "expected one error, got {found:#?}");
     let (_, got_code, got_at, got_message) = errors[0];
     assert_eq!((*got_code, got_at.as_str()), (code, at), "{found:#?}");
-    assert!(got_message.contains(message), "message {got_message:?} lacks {message:?}");
+    assert!(
+        got_message.contains(message),
+        "message {got_message:?} lacks {message:?}"
+    );
 }
 
 const HEAD: &str = "apiVersion: semanifest.io/v1\nkind: Layout\nmetadata:\n  name: t\nspec:\n  domains:\n    etcd: { type: etcd_t }\n    pods: { type: container_t, workload: true }\n  paths:\n";
@@ -45,19 +55,22 @@ fn control_a_valid_manifest_has_no_diagnostics() {
 
 #[test]
 fn unknown_field() {
-    let yaml = with_paths("    - path: /var/lib/etcd\n      type: etcd_var_t\n      protectd: true\n");
+    let yaml =
+        with_paths("    - path: /var/lib/etcd\n      type: etcd_var_t\n      protectd: true\n");
     assert_error(&yaml, "yaml", "12:7", "unknown field `protectd`");
 }
 
 #[test]
 fn duplicate_key() {
-    let yaml = with_paths("    - path: /var/lib/etcd\n      type: etcd_var_t\n      type: other_t\n");
+    let yaml =
+        with_paths("    - path: /var/lib/etcd\n      type: etcd_var_t\n      type: other_t\n");
     assert_error(&yaml, "yaml", "12:7", "duplicate mapping key: type");
 }
 
 #[test]
 fn strict_booleans() {
-    let yaml = with_paths("    - path: /var/lib/etcd\n      type: etcd_var_t\n      protected: yes\n");
+    let yaml =
+        with_paths("    - path: /var/lib/etcd\n      type: etcd_var_t\n      protected: yes\n");
     assert_error(&yaml, "yaml", "12:18", "boolean");
 }
 
@@ -72,7 +85,8 @@ fn wrong_type_for_paths() {
 
 #[test]
 fn api_version_and_kind() {
-    let yaml = "apiVersion: v1\nkind: Layout\nmetadata:\n  name: t\nspec:\n  domains: {}\n  paths: []\n";
+    let yaml =
+        "apiVersion: v1\nkind: Layout\nmetadata:\n  name: t\nspec:\n  domains: {}\n  paths: []\n";
     assert_error(yaml, "api-version", "1:13", "unsupported apiVersion `v1`");
     let yaml = "apiVersion: semanifest.io/v1\nkind: Pod\nmetadata:\n  name: t\nspec:\n  domains: {}\n  paths: []\n";
     assert_error(yaml, "kind", "2:7", "unsupported kind `Pod`");
@@ -94,9 +108,19 @@ fn duplicate_path() {
 
 #[test]
 fn non_normalised_paths() {
-    for (path, column) in [("/var//lib", 13), ("/var/./lib", 13), ("/var/lib/", 13), ("/var/../etc", 13)] {
+    for (path, column) in [
+        ("/var//lib", 13),
+        ("/var/./lib", 13),
+        ("/var/lib/", 13),
+        ("/var/../etc", 13),
+    ] {
         let yaml = with_paths(&format!("    - path: {path}\n      type: var_lib_t\n"));
-        assert_error(&yaml, "path-not-normalised", &format!("10:{column}"), "is not normalised");
+        assert_error(
+            &yaml,
+            "path-not-normalised",
+            &format!("10:{column}"),
+            "is not normalised",
+        );
     }
 }
 
@@ -143,7 +167,11 @@ fn base_policy_type_needs_declaration() {
     assert_error(&yaml, "base-type", "11:13", "is a type of the base policy");
     // Control: declared as the base's type, it is accepted.
     let yaml = with_paths("    - path: /var/run\n      type: tmpfs_t\n      baseType: true\n");
-    assert!(diagnose(&yaml).iter().all(|d| d.0 != Severity::Error), "{:#?}", diagnose(&yaml));
+    assert!(
+        diagnose(&yaml).iter().all(|d| d.0 != Severity::Error),
+        "{:#?}",
+        diagnose(&yaml)
+    );
     let yaml = with_paths("    - path: /var/run\n      type: my_run_t\n      baseType: true\n");
     assert_error(&yaml, "base-type", "12:17", "base policy has no type");
 }
@@ -156,7 +184,9 @@ fn domain_type_cannot_label_files() {
 
 #[test]
 fn unused_domain_is_a_warning() {
-    let yaml = with_paths("    - path: /var/lib/etcd\n      type: etcd_var_t\n      access: { etcd: write }\n");
+    let yaml = with_paths(
+        "    - path: /var/lib/etcd\n      type: etcd_var_t\n      access: { etcd: write }\n",
+    );
     let found = diagnose(&yaml);
     assert_eq!(found.len(), 1, "{found:#?}");
     assert_eq!(found[0].0, Severity::Warning);
@@ -168,8 +198,14 @@ fn unused_domain_is_a_warning() {
 fn access_levels() {
     let yaml = with_paths("    - path: /var/a\n      type: a_t\n      access: { etcd: rw }\n");
     assert_error(&yaml, "access-level", "12:23", "unknown access level `rw`");
-    let yaml = with_paths("    - path: /var/a\n      type: a_t\n      access: { etcd: [read, exec], pods: append }\n");
-    assert!(diagnose(&yaml).iter().all(|d| d.0 != Severity::Error), "{:#?}", diagnose(&yaml));
+    let yaml = with_paths(
+        "    - path: /var/a\n      type: a_t\n      access: { etcd: [read, exec], pods: append }\n",
+    );
+    assert!(
+        diagnose(&yaml).iter().all(|d| d.0 != Severity::Error),
+        "{:#?}",
+        diagnose(&yaml)
+    );
 }
 
 #[test]
@@ -187,28 +223,50 @@ fn workload_cannot_be_trusted() {
 #[test]
 fn workload_never_in_protected_access() {
     let yaml = with_paths("    - path: /var/lib/etcd\n      type: etcd_var_t\n      access: { etcd: write, pods: read }\n      protected: true\n");
-    assert_error(&yaml, "protected-workload", "13:18", "grants access to workload domain `pods`");
+    assert_error(
+        &yaml,
+        "protected-workload",
+        "13:18",
+        "grants access to workload domain `pods`",
+    );
 }
 
 #[test]
 fn workload_never_reaches_protected_through_transitions() {
     let yaml = "apiVersion: semanifest.io/v1\nkind: Layout\nmetadata:\n  name: t\nspec:\n  domains:\n    pods: { type: container_t, workload: true, transitions: [helper] }\n    helper: { type: helper_t, transitions: [etcd] }\n    etcd: { type: etcd_t }\n  paths:\n    - path: /var/lib/etcd\n      type: etcd_var_t\n      access: { etcd: write }\n      protected: true\n";
-    assert_error(yaml, "workload-transition", "7:5", "through transitions pods → helper → etcd");
+    assert_error(
+        yaml,
+        "workload-transition",
+        "7:5",
+        "through transitions pods → helper → etcd",
+    );
 }
 
 #[test]
 fn protected_cannot_be_hostpath_removable_or_below_a_root() {
     let yaml = with_paths("    - path: /var/lib/etcd\n      type: etcd_var_t\n      protected: true\n      hostPath: true\n      access: { etcd: write }\n");
-    assert_error(&yaml, "protected-hostpath", "12:18", "cannot be a hostPath root");
+    assert_error(
+        &yaml,
+        "protected-hostpath",
+        "12:18",
+        "cannot be a hostPath root",
+    );
     let yaml = with_paths("    - path: /var/lib/etcd\n      type: etcd_var_t\n      protected: true\n      removable: true\n      access: { etcd: write }\n");
     assert_error(&yaml, "protected-removable", "12:18", "cannot be removable");
     let yaml = with_paths("    - path: /var/mnt\n      type: var_mnt_t\n      hostPath: true\n      access: { pods: write }\n    - path: /var/mnt/secret\n      type: etcd_var_t\n      protected: true\n      access: { etcd: write }\n");
-    assert_error(&yaml, "protected-under-hostpath", "16:18", "is below hostPath root `/var/mnt`");
+    assert_error(
+        &yaml,
+        "protected-under-hostpath",
+        "16:18",
+        "is below hostPath root `/var/mnt`",
+    );
 }
 
 #[test]
 fn mode_and_owner() {
-    let yaml = with_paths("    - path: /var/a\n      type: a_t\n      mode: \"0789\"\n      access: { etcd: read }\n");
+    let yaml = with_paths(
+        "    - path: /var/a\n      type: a_t\n      mode: \"0789\"\n      access: { etcd: read }\n",
+    );
     assert_error(&yaml, "mode", "12:13", "invalid mode");
     let yaml = with_paths("    - path: /var/a\n      type: a_t\n      owner: \"1000:x\"\n      access: { etcd: read }\n");
     assert_error(&yaml, "owner", "12:14", "invalid owner");
@@ -225,17 +283,38 @@ fn lifecycle_and_propagation_values() {
 #[test]
 fn all_errors_of_the_rules_phase_are_reported_together() {
     let yaml = with_paths("    - path: var/a\n      type: A_t\n    - path: /var//b\n      type: b_t\n      access: { nobody: read }\n");
-    let codes: Vec<&str> = diagnose(&yaml).iter().filter(|d| d.0 == Severity::Error).map(|d| d.1).collect();
-    assert_eq!(codes, ["path-relative", "type-name", "path-not-normalised", "unknown-domain"]);
+    let codes: Vec<&str> = diagnose(&yaml)
+        .iter()
+        .filter(|d| d.0 == Severity::Error)
+        .map(|d| d.1)
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            "path-relative",
+            "type-name",
+            "path-not-normalised",
+            "unknown-domain"
+        ]
+    );
 }
 
 #[test]
 fn rendered_errors_carry_file_line_column_and_snippet() {
     let yaml = with_paths("    - path: /var//lib\n      type: var_lib_t\n");
-    let report = manifest::parse(Source::new("node.yaml", yaml), &policy::base_facts()).unwrap_err();
+    let report =
+        manifest::parse(Source::new("node.yaml", yaml), &policy::base_facts()).unwrap_err();
     let text = report.to_string();
-    assert!(text.contains("node.yaml:10:13: error[path-not-normalised]: path `/var//lib` is not normalised\n"), "{text}");
+    assert!(
+        text.contains(
+            "node.yaml:10:13: error[path-not-normalised]: path `/var//lib` is not normalised\n"
+        ),
+        "{text}"
+    );
     assert!(text.ends_with("node.yaml: 1 error found"), "{text}");
-    assert!(text.contains("10 |     - path: /var//lib\n   |             ^^^^^^^^^\n"), "{text}");
+    assert!(
+        text.contains("10 |     - path: /var//lib\n   |             ^^^^^^^^^\n"),
+        "{text}"
+    );
     assert!(text.contains("help: write `/var/lib`"), "{text}");
 }

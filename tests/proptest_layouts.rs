@@ -41,7 +41,9 @@ fn path_spec(domains: usize) -> impl Strategy<Value = PathSpec> {
 /// Renders a layout that obeys every rule: workloads (domain 0) never on
 /// protected paths, hostPath roots only where nothing protected lies below.
 fn render(domains: usize, paths: &[PathSpec], hostpath_seed: u8) -> String {
-    let mut yaml = String::from("apiVersion: semanifest.io/v1\nkind: Layout\nmetadata:\n  name: prop\nspec:\n  domains:\n");
+    let mut yaml = String::from(
+        "apiVersion: semanifest.io/v1\nkind: Layout\nmetadata:\n  name: prop\nspec:\n  domains:\n",
+    );
     for d in 0..domains {
         let extra = if d == 0 { ", workload: true" } else { "" };
         writeln!(yaml, "    d{d}: {{ type: d{d}_t{extra} }}").unwrap();
@@ -54,7 +56,11 @@ fn render(domains: usize, paths: &[PathSpec], hostpath_seed: u8) -> String {
         .map(|p| (format!("/var/{}", p.components.join("/")), p))
         .filter(|(path, _)| seen.insert(path.clone()))
         .collect();
-    let protected: Vec<&String> = rendered.iter().filter(|(_, p)| p.protected).map(|(path, _)| path).collect();
+    let protected: Vec<&String> = rendered
+        .iter()
+        .filter(|(_, p)| p.protected)
+        .map(|(path, _)| path)
+        .collect();
     for (i, (path, spec)) in rendered.iter().enumerate() {
         writeln!(yaml, "    - path: {path}\n      type: p{i}_t").unwrap();
         let grants: Vec<String> = spec
@@ -67,15 +73,19 @@ fn render(domains: usize, paths: &[PathSpec], hostpath_seed: u8) -> String {
             .collect();
         // One grant per domain: keep the first for each.
         let mut by_domain = BTreeSet::new();
-        let grants: Vec<String> =
-            grants.into_iter().filter(|g| by_domain.insert(g.split(':').next().unwrap().to_owned())).collect();
+        let grants: Vec<String> = grants
+            .into_iter()
+            .filter(|g| by_domain.insert(g.split(':').next().unwrap().to_owned()))
+            .collect();
         if !grants.is_empty() {
             writeln!(yaml, "      access: {{ {} }}", grants.join(", ")).unwrap();
         }
         if spec.protected {
             yaml.push_str("      protected: true\n");
         } else {
-            let covers_protected = protected.iter().any(|p| semanifest::model::is_within(p, path));
+            let covers_protected = protected
+                .iter()
+                .any(|p| semanifest::model::is_within(p, path));
             let under_root = false;
             if !covers_protected && !under_root && (i as u8 ^ hostpath_seed).is_multiple_of(3) {
                 yaml.push_str("      hostPath: true\n      removable: true\n");
@@ -92,7 +102,11 @@ fn compile_with_secilc(module_cil: &str) -> Result<(), String> {
     fs::write(&base, policy::base_cil()).unwrap();
     fs::write(&module, module_cil).unwrap();
     let output = common::secilc_files(dir.path(), &[&base, &module]);
-    if output.status.success() { Ok(()) } else { Err(common::stderr(&output)) }
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(common::stderr(&output))
+    }
 }
 
 proptest! {

@@ -254,7 +254,12 @@ impl LabelLookup for VanishingLookup {
         semanifest::fcontext::entry_key(parent, name)
     }
 
-    fn entry_label<'a>(&'a self, directory: &Vec<u8>, name: &[u8], kind: FileKind) -> Option<&'a str> {
+    fn entry_label<'a>(
+        &'a self,
+        directory: &Vec<u8>,
+        name: &[u8],
+        kind: FileKind,
+    ) -> Option<&'a str> {
         self.expected_label(&self.subdirectory(directory, name), kind)
     }
 

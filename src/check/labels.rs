@@ -10,7 +10,14 @@ use crate::fcontext::FileContexts;
 use crate::relabel::{self, Collector, EscapedPath, RelabelError, RelabelOptions, WriteMode};
 
 fn finding(rule: &'static Rule, message: String) -> Finding {
-    Finding { rule, severity: rule.default_severity, message, location: None, snippet: None, related: Vec::new() }
+    Finding {
+        rule,
+        severity: rule.default_severity,
+        message,
+        location: None,
+        snippet: None,
+        related: Vec::new(),
+    }
 }
 
 /// What the walk found: findings in path order, and the totals.
@@ -38,10 +45,17 @@ pub fn check(contexts: &FileContexts, root: &Path) -> Result<LabelReport, Relabe
         .into_iter()
         .map(|d| {
             let label = match &d.found {
-                Some(label) => format!("`{}`", String::from_utf8_lossy(label.strip_suffix(b"\0").unwrap_or(label))),
+                Some(label) => format!(
+                    "`{}`",
+                    String::from_utf8_lossy(label.strip_suffix(b"\0").unwrap_or(label))
+                ),
                 None => "no label".to_owned(),
             };
-            let message = format!("{} is labelled {label}, expected `{}`", EscapedPath(&d.path), d.expected);
+            let message = format!(
+                "{} is labelled {label}, expected `{}`",
+                EscapedPath(&d.path),
+                d.expected
+            );
             (d.path, finding(&rules::LABELS_DRIFT, message))
         })
         .chain(errors.into_iter().map(|e| {
@@ -51,5 +65,8 @@ pub fn check(contexts: &FileContexts, root: &Path) -> Result<LabelReport, Relabe
         .collect();
     // Threads report in any order; paths give a stable one.
     found.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(LabelReport { findings: found.into_iter().map(|(_, f)| f).collect(), summary })
+    Ok(LabelReport {
+        findings: found.into_iter().map(|(_, f)| f).collect(),
+        summary,
+    })
 }

@@ -29,19 +29,30 @@ pub fn finding_of(diagnostic: &Diagnostic, source: &Source) -> Finding {
             DiagSeverity::Note => Severity::Note,
         },
         message,
-        snippet: location.as_ref().and_then(|l| source.line(l.line)).map(str::to_owned),
+        snippet: location
+            .as_ref()
+            .and_then(|l| source.line(l.line))
+            .map(str::to_owned),
         location,
         related: Vec::new(),
     }
 }
 
-fn finding(parsed: &Parsed, rule: &'static crate::check::report::Rule, pos: crate::diag::Pos, message: String) -> Finding {
+fn finding(
+    parsed: &Parsed,
+    rule: &'static crate::check::report::Rule,
+    pos: crate::diag::Pos,
+    message: String,
+) -> Finding {
     let location = location_at(&parsed.source.name, pos);
     Finding {
         rule,
         severity: rule.default_severity,
         message,
-        snippet: location.as_ref().and_then(|l| parsed.source.line(l.line)).map(str::to_owned),
+        snippet: location
+            .as_ref()
+            .and_then(|l| parsed.source.line(l.line))
+            .map(str::to_owned),
         location,
         related: Vec::new(),
     }
@@ -59,7 +70,10 @@ pub fn hazards(parsed: &Parsed) -> Vec<Finding> {
     };
     for rule in &layout.paths {
         let expected = rule.context();
-        for (probe, kind) in [(rule.path.clone(), FileKind::Dir), (format!("{}/x", rule.path), FileKind::File)] {
+        for (probe, kind) in [
+            (rule.path.clone(), FileKind::Dir),
+            (format!("{}/x", rule.path), FileKind::File),
+        ] {
             let got = contexts.lookup(probe.as_bytes(), kind);
             if got != Some(expected.as_str()) {
                 findings.push(finding(
@@ -103,12 +117,12 @@ fn order_ties(parsed: &Parsed) -> Vec<Finding> {
             if !file_contexts::ordered_by_strcmp_only(a, b) {
                 continue;
             }
-            let Some(path) = common_match(a, b) else { continue };
-            let owner = parsed
-                .layout
-                .paths
-                .iter()
-                .find(|r| plan::subtree_regex(&r.path) == a.regex || plan::subtree_regex(&r.path) == b.regex);
+            let Some(path) = common_match(a, b) else {
+                continue;
+            };
+            let owner = parsed.layout.paths.iter().find(|r| {
+                plan::subtree_regex(&r.path) == a.regex || plan::subtree_regex(&r.path) == b.regex
+            });
             let pos = owner.map(|r| r.pos).unwrap_or_default();
             findings.push(finding(
                 parsed,
@@ -138,9 +152,10 @@ fn common_match(a: &FileCon, b: &FileCon) -> Option<String> {
             probes.push(format!("{stem}{suffix}"));
         }
     }
-    probes
-        .into_iter()
-        .find(|p| fa.lookup(p.as_bytes(), FileKind::Any).is_some() && fb.lookup(p.as_bytes(), FileKind::Any).is_some())
+    probes.into_iter().find(|p| {
+        fa.lookup(p.as_bytes(), FileKind::Any).is_some()
+            && fb.lookup(p.as_bytes(), FileKind::Any).is_some()
+    })
 }
 
 /// Layout paths that a specific base spec (not the `/.*` catch-all) already
@@ -152,16 +167,24 @@ fn base_overlaps(parsed: &Parsed, layout: &Layout) -> Vec<Finding> {
         if file_contexts::literal_stem(&spec.regex).len() <= 1 {
             continue;
         }
-        let context = spec.context.unwrap_or_else(|| "system_u:object_r:no_label_t:s0".to_owned());
+        let context = spec
+            .context
+            .unwrap_or_else(|| "system_u:object_r:no_label_t:s0".to_owned());
         text.push_str(&format!("{}\t{context}\n", spec.regex));
     }
-    let Ok(base) = FileContexts::from_text("base policy", text.as_bytes()) else { return Vec::new() };
+    let Ok(base) = FileContexts::from_text("base policy", text.as_bytes()) else {
+        return Vec::new();
+    };
     layout
         .paths
         .iter()
         .filter_map(|rule| {
             let got = base.lookup(rule.path.as_bytes(), FileKind::Any)?;
-            let got = if got.contains(":no_label_t:") { "<<none>>" } else { got };
+            let got = if got.contains(":no_label_t:") {
+                "<<none>>"
+            } else {
+                got
+            };
             (got != rule.context()).then(|| {
                 finding(
                     parsed,

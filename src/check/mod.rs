@@ -56,10 +56,18 @@ pub struct Outcome {
 /// Runs the policy, Kubernetes and label phases for a valid layout.
 pub fn run(parsed: &Parsed, options: &CheckOptions) -> Outcome {
     let mut outcome = Outcome::default();
-    outcome.findings.extend(parsed.warnings.iter().map(|d| layout::finding_of(d, &parsed.source)));
+    outcome.findings.extend(
+        parsed
+            .warnings
+            .iter()
+            .map(|d| layout::finding_of(d, &parsed.source)),
+    );
     outcome.findings.extend(layout::hazards(parsed));
 
-    let inputs = policy::PolicyInputs { includes: &options.includes, secilc: options.secilc.as_deref() };
+    let inputs = policy::PolicyInputs {
+        includes: &options.includes,
+        secilc: options.secilc.as_deref(),
+    };
     match policy::check(parsed, &inputs) {
         Ok(findings) => outcome.findings.extend(findings),
         Err(error) => outcome.input_errors.push(error.to_string()),
@@ -67,7 +75,8 @@ pub fn run(parsed: &Parsed, options: &CheckOptions) -> Outcome {
 
     let contexts = || {
         let text = crate::policy::file_contexts_text(&parsed.layout);
-        crate::fcontext::FileContexts::from_text(&parsed.source.name, text.as_bytes()).map_err(|e| e.to_string())
+        crate::fcontext::FileContexts::from_text(&parsed.source.name, text.as_bytes())
+            .map_err(|e| e.to_string())
     };
     workload_and_label_phases(parsed, options, contexts, &mut outcome);
     outcome
@@ -84,8 +93,15 @@ pub fn run_against(
     store_options: &crate::store::Options,
 ) -> Outcome {
     let mut outcome = Outcome::default();
-    outcome.findings.extend(parsed.warnings.iter().map(|d| layout::finding_of(d, &parsed.source)));
-    outcome.findings.extend(layout::below_protected_notes(parsed));
+    outcome.findings.extend(
+        parsed
+            .warnings
+            .iter()
+            .map(|d| layout::finding_of(d, &parsed.source)),
+    );
+    outcome
+        .findings
+        .extend(layout::below_protected_notes(parsed));
     let result = store::check(parsed, baseline, store_options);
     outcome.findings.extend(result.findings);
     outcome.input_errors.extend(result.input_errors);
@@ -110,20 +126,33 @@ fn workload_and_label_phases(
         // that is not YAML is a finding at its position (so code review
         // shows it) that also makes the run exit 2.
         let loaded = k8s::load_paths(&options.k8s);
-        outcome.input_errors.extend(loaded.errors.iter().map(ToString::to_string));
-        outcome.not_yaml += loaded.manifests.invalid.iter().filter(|d| !d.is_yaml()).count();
-        outcome.findings.extend(k8s::audit(&loaded.manifests, &host_path_rules(parsed)));
+        outcome
+            .input_errors
+            .extend(loaded.errors.iter().map(ToString::to_string));
+        outcome.not_yaml += loaded
+            .manifests
+            .invalid
+            .iter()
+            .filter(|d| !d.is_yaml())
+            .count();
+        outcome
+            .findings
+            .extend(k8s::audit(&loaded.manifests, &host_path_rules(parsed)));
     }
 
     if let Some(root) = &options.labels {
         match contexts() {
-            Err(error) => outcome.input_errors.push(InputError::FileContexts(error).to_string()),
+            Err(error) => outcome
+                .input_errors
+                .push(InputError::FileContexts(error).to_string()),
             Ok(contexts) => match labels::check(&contexts, root) {
                 Ok(report) => {
                     outcome.labels_examined = Some(report.summary.examined);
                     outcome.findings.extend(report.findings);
                 }
-                Err(error) => outcome.input_errors.push(format!("--labels {}: {error}", root.display())),
+                Err(error) => outcome
+                    .input_errors
+                    .push(format!("--labels {}: {error}", root.display())),
             },
         }
     }
@@ -146,7 +175,10 @@ pub fn host_path_rules(parsed: &Parsed) -> HostPathRules {
     let normal = |path: &str| NormalPath::parse(path).ok();
     let workloads: Vec<usize> = layout.workload_domains().map(|(i, _)| i).collect();
     let workload_access = |rule: &crate::model::PathRule| {
-        workloads.iter().filter_map(|i| rule.access.get(i)).fold(crate::model::Access::default(), |a, b| a.union(*b))
+        workloads
+            .iter()
+            .filter_map(|i| rule.access.get(i))
+            .fold(crate::model::Access::default(), |a, b| a.union(*b))
     };
     HostPathRules {
         roots: layout
@@ -162,10 +194,16 @@ pub fn host_path_rules(parsed: &Parsed) -> HostPathRules {
         protected: layout
             .protected()
             .filter_map(|rule| {
-                Some(LayoutPathRule { path: normal(&rule.path)?, declared_at: declared(rule.protected_pos.unwrap_or(rule.pos)) })
+                Some(LayoutPathRule {
+                    path: normal(&rule.path)?,
+                    declared_at: declared(rule.protected_pos.unwrap_or(rule.pos)),
+                })
             })
             .collect(),
-        workload_types: layout.workload_domains().map(|(_, d)| d.type_name.clone()).collect(),
+        workload_types: layout
+            .workload_domains()
+            .map(|(_, d)| d.type_name.clone())
+            .collect(),
         read_only: layout
             .paths
             .iter()
@@ -173,7 +211,12 @@ pub fn host_path_rules(parsed: &Parsed) -> HostPathRules {
                 let access = workload_access(rule);
                 access.read && !access.modifies()
             })
-            .filter_map(|rule| Some(LayoutPathRule { path: normal(&rule.path)?, declared_at: declared(rule.pos) }))
+            .filter_map(|rule| {
+                Some(LayoutPathRule {
+                    path: normal(&rule.path)?,
+                    declared_at: declared(rule.pos),
+                })
+            })
             .collect(),
     }
 }

@@ -41,7 +41,15 @@ fn offending_location(text: &str) -> Option<(Location, String)> {
     let (place, rule) = text.split_once(": ")?;
     let (file, line) = place.rsplit_once(':')?;
     let line = line.parse().ok()?;
-    Some((Location { file: file.to_owned(), line, column: 1, end_column: None }, rule.to_owned()))
+    Some((
+        Location {
+            file: file.to_owned(),
+            line,
+            column: 1,
+            end_column: None,
+        },
+        rule.to_owned(),
+    ))
 }
 
 pub fn check(parsed: &Parsed, inputs: &PolicyInputs<'_>) -> Result<Vec<Finding>, PolicyCheckError> {
@@ -105,7 +113,10 @@ fn run_tool(tool: &'static str, args: &[&str], policy: &Path) -> Result<String, 
         .args(args)
         .arg(policy)
         .output()
-        .map_err(|e| PolicyCheckError::Setools { tool, detail: e.to_string() })?;
+        .map_err(|e| PolicyCheckError::Setools {
+            tool,
+            detail: e.to_string(),
+        })?;
     if !output.status.success() {
         return Err(PolicyCheckError::Setools {
             tool,
@@ -128,7 +139,9 @@ fn attributes(policy: &Path) -> Result<BTreeMap<String, BTreeSet<String>>, Polic
             current = Some(name);
         } else if let (Some(name), false) = (&current, trimmed.is_empty()) {
             if line.starts_with("      ") || line.starts_with('\t') {
-                map.get_mut(name).expect("inserted above").insert(trimmed.to_owned());
+                map.get_mut(name)
+                    .expect("inserted above")
+                    .insert(trimmed.to_owned());
             }
         }
     }
@@ -137,7 +150,10 @@ fn attributes(policy: &Path) -> Result<BTreeMap<String, BTreeSet<String>>, Polic
 
 /// `(source, target)` pairs of `allow` rules from `sesearch` output, with
 /// attributes expanded to their member types.
-fn allow_pairs(text: &str, attributes: &BTreeMap<String, BTreeSet<String>>) -> Vec<(String, String)> {
+fn allow_pairs(
+    text: &str,
+    attributes: &BTreeMap<String, BTreeSet<String>>,
+) -> Vec<(String, String)> {
     let expand = |name: &str| -> Vec<String> {
         match attributes.get(name) {
             Some(members) => members.iter().cloned().collect(),
@@ -147,7 +163,9 @@ fn allow_pairs(text: &str, attributes: &BTreeMap<String, BTreeSet<String>>) -> V
     let mut pairs = Vec::new();
     for line in text.lines().filter(|l| l.starts_with("allow ")) {
         let mut fields = line.split_whitespace().skip(1);
-        let (Some(source), Some(target)) = (fields.next(), fields.next()) else { continue };
+        let (Some(source), Some(target)) = (fields.next(), fields.next()) else {
+            continue;
+        };
         let target = target.split(':').next().unwrap_or(target);
         for s in expand(source) {
             for t in expand(target) {
@@ -162,7 +180,11 @@ fn allow_pairs(text: &str, attributes: &BTreeMap<String, BTreeSet<String>>) -> V
 fn transitions(parsed: &Parsed, policy: &Path) -> Result<Vec<Finding>, PolicyCheckError> {
     let layout = &parsed.layout;
     let attributes = attributes(policy)?;
-    let text = run_tool("sesearch", &["-A", "-c", "process", "-p", "transition,dyntransition"], policy)?;
+    let text = run_tool(
+        "sesearch",
+        &["-A", "-c", "process", "-p", "transition,dyntransition"],
+        policy,
+    )?;
     let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for (source, target) in allow_pairs(&text, &attributes) {
         if source != target {
@@ -174,7 +196,10 @@ fn transitions(parsed: &Parsed, policy: &Path) -> Result<Vec<Finding>, PolicyChe
     // rule: attributes are expanded here, as `sesearch -t` would match them.
     let mut protected: BTreeMap<&str, Vec<&crate::model::PathRule>> = BTreeMap::new();
     for rule in layout.protected() {
-        protected.entry(rule.type_name.as_str()).or_default().push(rule);
+        protected
+            .entry(rule.type_name.as_str())
+            .or_default()
+            .push(rule);
     }
     let mut touching: BTreeMap<String, Vec<&crate::model::PathRule>> = BTreeMap::new();
     let text = run_tool("sesearch", &["-A"], policy)?;
@@ -186,7 +211,8 @@ fn transitions(parsed: &Parsed, policy: &Path) -> Result<Vec<Finding>, PolicyChe
     let mut findings = Vec::new();
     for (_, domain) in layout.workload_domains() {
         let mut seen = BTreeSet::from([domain.type_name.clone()]);
-        let mut queue = VecDeque::from([(domain.type_name.clone(), vec![domain.type_name.clone()])]);
+        let mut queue =
+            VecDeque::from([(domain.type_name.clone(), vec![domain.type_name.clone()])]);
         while let Some((current, chain)) = queue.pop_front() {
             for next in edges.get(&current).into_iter().flatten() {
                 if !seen.insert(next.clone()) {
@@ -195,7 +221,8 @@ fn transitions(parsed: &Parsed, policy: &Path) -> Result<Vec<Finding>, PolicyChe
                 let mut chain = chain.clone();
                 chain.push(next.clone());
                 if let Some(rules_touched) = touching.get(next) {
-                    let paths: BTreeSet<&str> = rules_touched.iter().map(|r| r.path.as_str()).collect();
+                    let paths: BTreeSet<&str> =
+                        rules_touched.iter().map(|r| r.path.as_str()).collect();
                     let location = manifest_location(parsed, domain.pos);
                     findings.push(Finding {
                         rule: &rules::POLICY_TRANSITION,
@@ -224,8 +251,12 @@ mod tests {
 
     #[test]
     fn expands_attributes_and_self() {
-        let attributes = BTreeMap::from([("dom".to_owned(), BTreeSet::from(["a_t".to_owned(), "b_t".to_owned()]))]);
-        let text = "allow dom c_t:process transition;\nallow c_t self:process { fork transition };\n";
+        let attributes = BTreeMap::from([(
+            "dom".to_owned(),
+            BTreeSet::from(["a_t".to_owned(), "b_t".to_owned()]),
+        )]);
+        let text =
+            "allow dom c_t:process transition;\nallow c_t self:process { fork transition };\n";
         assert_eq!(
             allow_pairs(text, &attributes),
             [
@@ -238,7 +269,8 @@ mod tests {
 
     #[test]
     fn reads_offending_rule_locations() {
-        let (location, rule) = offending_location("extra.cil:3: (allow a b (file (read)))").unwrap();
+        let (location, rule) =
+            offending_location("extra.cil:3: (allow a b (file (read)))").unwrap();
         assert_eq!((location.file.as_str(), location.line), ("extra.cil", 3));
         assert_eq!(rule, "(allow a b (file (read)))");
     }

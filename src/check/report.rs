@@ -190,7 +190,6 @@ pub fn render_human(findings: &[Finding], options: HumanOptions) -> String {
     out
 }
 
-
 /// Groups by file, keeping each file's first appearance and each file's
 /// internal order; findings without a location come last.
 fn group_by_file(findings: &[Finding]) -> Vec<(Option<&str>, Vec<&Finding>)> {

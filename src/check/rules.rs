@@ -18,9 +18,14 @@ macro_rules! rule {
 rule!(LAYOUT_YAML, "layout-yaml", "LayoutYaml", Error,
     "The layout is not YAML of the documented shape.",
     "Nothing else can be checked until the manifest parses: unknown fields, duplicate keys and wrong types are refused, never guessed.");
-rule!(LAYOUT_HEADER, "layout-header", "LayoutHeader", Error,
+rule!(
+    LAYOUT_HEADER,
+    "layout-header",
+    "LayoutHeader",
+    Error,
     "apiVersion, kind or metadata.name is wrong.",
-    "The header says which schema the manifest follows and names the CIL module.");
+    "The header says which schema the manifest follows and names the CIL module."
+);
 rule!(LAYOUT_PATH, "layout-path", "LayoutPath", Error,
     "A layout path is relative, not normalised, duplicated or has characters file_contexts cannot carry.",
     "Labels are matched by exact path text: a path that is not absolute, normalised and plain ASCII labels something else than intended, or breaks file_contexts for libselinux.");
@@ -33,12 +38,22 @@ rule!(LAYOUT_VALUE, "layout-value", "LayoutValue", Error,
 rule!(LAYOUT_PROTECTION, "layout-protection", "LayoutProtection", Error,
     "A protected path is granted to a workload, is a hostPath root, is removable, or lies below a hostPath root.",
     "Protected data must be unreachable by hostPath pods and never deleted by `rm`; anything else defeats the neverallow.");
-rule!(LAYOUT_WORKLOAD, "layout-workload", "LayoutWorkload", Error,
+rule!(
+    LAYOUT_WORKLOAD,
+    "layout-workload",
+    "LayoutWorkload",
+    Error,
     "A workload domain is trusted or can reach a privileged domain through transitions.",
-    "A pod that can become trusted, or enter a domain with protected access, is not confined.");
-rule!(LAYOUT_UNUSED, "layout-unused-domain", "LayoutUnusedDomain", Warning,
+    "A pod that can become trusted, or enter a domain with protected access, is not confined."
+);
+rule!(
+    LAYOUT_UNUSED,
+    "layout-unused-domain",
+    "LayoutUnusedDomain",
+    Warning,
     "A domain is declared but granted nothing.",
-    "An unused domain is usually a typo in an `access` key.");
+    "An unused domain is usually a typo in an `access` key."
+);
 rule!(LAYOUT_TMPFS, "layout-tmpfs-lifecycle", "LayoutTmpfsLifecycle", Warning,
     "A tmpfs mount is declared persistent.",
     "A tmpfs is empty at every boot; say `lifecycle: ephemeral` so tooling does not promise to keep it.");
@@ -54,21 +69,41 @@ rule!(FC_BASE_OVERLAP, "layout-fc-base", "LayoutFileContextBase", Warning,
 rule!(BELOW_PROTECTED, "layout-below-protected", "LayoutBelowProtected", Note,
     "A granted path lies below a protected path the grantee may not traverse.",
     "By design the grantee reaches it only through bind mounts made by a runtime or trusted domain (as kubelet does for pod volumes).");
-rule!(POLICY_SECILC, "policy-secilc", "PolicySecilc", Error,
+rule!(
+    POLICY_SECILC,
+    "policy-secilc",
+    "PolicySecilc",
+    Error,
     "secilc rejected the policy.",
-    "A policy that does not compile cannot be loaded on a node.");
+    "A policy that does not compile cannot be loaded on a node."
+);
 rule!(POLICY_NEVERALLOW, "policy-neverallow", "PolicyNeverallow", Error,
     "A rule in the policy gives a domain access to a protected path it was not granted.",
     "secilc proves protections over the whole policy, extra CIL included; this rule would open protected data.");
-rule!(POLICY_TRANSITION, "policy-transition", "PolicyTransition", Error,
+rule!(
+    POLICY_TRANSITION,
+    "policy-transition",
+    "PolicyTransition",
+    Error,
     "A workload domain can transition into a domain that may access a protected type.",
-    "A pod that can enter such a domain reaches the protected data with that domain's rights.");
-rule!(LABELS_DRIFT, "labels-drift", "LabelsDrift", Error,
+    "A pod that can enter such a domain reaches the protected data with that domain's rights."
+);
+rule!(
+    LABELS_DRIFT,
+    "labels-drift",
+    "LabelsDrift",
+    Error,
     "An object's security.selinux label differs from what file_contexts says.",
-    "The policy protects labels, not paths: a wrong label is either a hole or an outage.");
-rule!(LABELS_ERROR, "labels-error", "LabelsError", Error,
+    "The policy protects labels, not paths: a wrong label is either a hole or an outage."
+);
+rule!(
+    LABELS_ERROR,
+    "labels-error",
+    "LabelsError",
+    Error,
     "An object's label could not be read.",
-    "An object whose label cannot be checked may carry any label.");
+    "An object whose label cannot be checked may carry any label."
+);
 
 rule!(STORE_MAPPING, "store-mapping", "StoreMapping", Error,
     "A layout domain cannot run as the store type it maps to.",
@@ -97,11 +132,18 @@ pub fn layout_rule(code: &str) -> &'static Rule {
     match code {
         "yaml" | "too-large" => &LAYOUT_YAML,
         "api-version" | "kind" | "metadata-name" => &LAYOUT_HEADER,
-        "path-relative" | "path-root" | "path-character" | "path-not-normalised" | "path-duplicate" => &LAYOUT_PATH,
-        "type-name" | "base-type" | "type-is-domain" | "type-shared" | "domain-type-duplicate" => &LAYOUT_TYPE,
-        "protected-workload" | "protected-hostpath" | "protected-removable" | "protected-under-hostpath" => {
-            &LAYOUT_PROTECTION
+        "path-relative"
+        | "path-root"
+        | "path-character"
+        | "path-not-normalised"
+        | "path-duplicate" => &LAYOUT_PATH,
+        "type-name" | "base-type" | "type-is-domain" | "type-shared" | "domain-type-duplicate" => {
+            &LAYOUT_TYPE
         }
+        "protected-workload"
+        | "protected-hostpath"
+        | "protected-removable"
+        | "protected-under-hostpath" => &LAYOUT_PROTECTION,
         "workload-trusted" | "workload-transition" => &LAYOUT_WORKLOAD,
         "domain-unused" => &LAYOUT_UNUSED,
         "tmpfs-persistent" => &LAYOUT_TMPFS,

@@ -114,9 +114,14 @@ pub fn run(args: Args) -> Result<u8> {
     };
     match policy::build(&parsed, &options) {
         Ok(output) => {
-            for path in [&output.module_cil, &output.base_cil, &output.file_contexts, &output.policy]
-                .into_iter()
-                .chain(&output.installed)
+            for path in [
+                &output.module_cil,
+                &output.base_cil,
+                &output.file_contexts,
+                &output.policy,
+            ]
+            .into_iter()
+            .chain(&output.installed)
             {
                 eprintln!("wrote {}", path.display());
             }

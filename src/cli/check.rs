@@ -112,7 +112,9 @@ pub fn run(args: Args) -> Result<u8> {
     let against = match &args.store.against {
         None => None,
         Some(store) => {
-            let store_options = args.store.options(args.includes.clone(), args.secilc.clone());
+            let store_options = args
+                .store
+                .options(args.includes.clone(), args.secilc.clone());
             match super::check_store::prepare(store, args.layout.as_deref(), store_options) {
                 Ok(prepared) => Some(prepared),
                 Err(code) => return Ok(code),
@@ -129,21 +131,35 @@ pub fn run(args: Args) -> Result<u8> {
     let (findings, input_errors, examined, not_yaml) = match parsed {
         // An invalid layout stops here: nothing downstream can be trusted.
         Err(report) => {
-            let findings = report.diagnostics.iter().map(|d| layout::finding_of(d, &report.source)).collect();
+            let findings = report
+                .diagnostics
+                .iter()
+                .map(|d| layout::finding_of(d, &report.source))
+                .collect();
             (findings, Vec::new(), None, 0)
         }
         Ok(parsed) => {
             let outcome = match &against {
                 None => check::run(&parsed, &options),
-                Some(prepared) => check::run_against(&parsed, &options, &prepared.baseline, &prepared.options),
+                Some(prepared) => {
+                    check::run_against(&parsed, &options, &prepared.baseline, &prepared.options)
+                }
             };
-            (outcome.findings, outcome.input_errors, outcome.labels_examined, outcome.not_yaml)
+            (
+                outcome.findings,
+                outcome.input_errors,
+                outcome.labels_examined,
+                outcome.not_yaml,
+            )
         }
     };
     let text = match args.format {
-        Format::Human => {
-            report::render_human(&findings, report::HumanOptions { color: std::io::stdout().is_terminal() })
-        }
+        Format::Human => report::render_human(
+            &findings,
+            report::HumanOptions {
+                color: std::io::stdout().is_terminal(),
+            },
+        ),
         Format::Json => report::render_json(&findings),
         Format::Sarif => report::render_sarif(&findings),
     };
@@ -152,7 +168,10 @@ pub fn run(args: Args) -> Result<u8> {
         println!();
     }
     if let Some(examined) = examined {
-        let drift = findings.iter().filter(|f| f.rule.id == "labels-drift").count();
+        let drift = findings
+            .iter()
+            .filter(|f| f.rule.id == "labels-drift")
+            .count();
         eprintln!("labels: {examined} objects examined, {drift} with a different label");
     }
     for error in &input_errors {

@@ -2,9 +2,9 @@
 
 use std::ffi::OsString;
 use std::io::{BufRead as _, BufWriter, Write as _};
-use std::process::ExitCode;
 use std::os::unix::ffi::OsStrExt as _;
 use std::path::PathBuf;
+use std::process::ExitCode;
 
 use anyhow::{bail, Context as _};
 use clap::{Args, ValueEnum};
@@ -35,7 +35,12 @@ use semanifest::fcontext::{FileContexts, FileKind};
 #[command(verbatim_doc_comment)]
 pub struct LookupArgs {
     /// file_contexts to read (libselinux format).
-    #[arg(long, value_name = "FC", required_unless_present = "layout", conflicts_with = "layout")]
+    #[arg(
+        long,
+        value_name = "FC",
+        required_unless_present = "layout",
+        conflicts_with = "layout"
+    )]
     file_contexts: Option<PathBuf>,
 
     /// Layout manifest to compile and look up in.
@@ -121,7 +126,12 @@ fn bad_path(path: &[u8]) -> anyhow::Error {
 
 fn run(args: LookupArgs) -> anyhow::Result<()> {
     // Check every argument before printing anything.
-    if let Some(path) = args.paths.iter().map(|path| path.as_bytes()).find(|path| path.contains(&b'\n')) {
+    if let Some(path) = args
+        .paths
+        .iter()
+        .map(|path| path.as_bytes())
+        .find(|path| path.contains(&b'\n'))
+    {
         return Err(bad_path(path));
     }
     let contexts = match (&args.file_contexts, &args.layout) {
@@ -129,7 +139,11 @@ fn run(args: LookupArgs) -> anyhow::Result<()> {
         (None, Some(layout)) => match super::layout_file_contexts(layout) {
             Ok(contexts) => contexts,
             // The diagnostics are printed already.
-            Err(_) => return Err(BadInput(anyhow::anyhow!("{}: invalid layout", layout.display())).into()),
+            Err(_) => {
+                return Err(
+                    BadInput(anyhow::anyhow!("{}: invalid layout", layout.display())).into(),
+                )
+            }
         },
         (None, None) => bail!("one of --file-contexts or --layout is required"),
     };

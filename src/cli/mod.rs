@@ -78,7 +78,10 @@ fn init_tracing(verbosity: u8) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
 }
 
 /// Loads `--layout FILE`, or the embedded default layout without one.
@@ -119,11 +122,15 @@ pub fn load_layout_with(
 
 /// The file_contexts a layout compiles to (base policy + module), loaded
 /// into the lookup engine without running secilc.
-pub fn layout_file_contexts(path: &std::path::Path) -> Result<semanifest::fcontext::FileContexts, u8> {
+pub fn layout_file_contexts(
+    path: &std::path::Path,
+) -> Result<semanifest::fcontext::FileContexts, u8> {
     let parsed = load_layout(Some(path))?;
     let text = semanifest::policy::file_contexts_text(&parsed.layout);
-    semanifest::fcontext::FileContexts::from_text(&parsed.source.name, text.as_bytes()).map_err(|error| {
-        eprintln!("semanifest: error: {error}");
-        EXIT_BAD_INPUT
-    })
+    semanifest::fcontext::FileContexts::from_text(&parsed.source.name, text.as_bytes()).map_err(
+        |error| {
+            eprintln!("semanifest: error: {error}");
+            EXIT_BAD_INPUT
+        },
+    )
 }

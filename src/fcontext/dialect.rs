@@ -302,8 +302,7 @@ fn emit(node: &Node, at_tail: bool, out: &mut String) -> Result<()> {
         Node::Repeat { node, min, max } => {
             // A repeated group is followed by itself: it is at the tail only if
             // it cannot repeat or is itself made of end anchors.
-            let inner_tail =
-                at_tail && (matches!(max, Some(0 | 1)) || node.is_end_anchors_only());
+            let inner_tail = at_tail && (matches!(max, Some(0 | 1)) || node.is_end_anchors_only());
             out.push_str("(?:");
             emit(node, inner_tail, out)?;
             out.push(')');
@@ -477,7 +476,9 @@ impl Parser<'_> {
             let start = *index;
             let mut value: u64 = 0;
             while let Some(digit @ b'0'..=b'9') = rest.get(*index).copied() {
-                value = value.saturating_mul(10).saturating_add(u64::from(digit - b'0'));
+                value = value
+                    .saturating_mul(10)
+                    .saturating_add(u64::from(digit - b'0'));
                 *index += 1;
             }
             (*index > start).then_some(value)
@@ -519,7 +520,8 @@ impl Parser<'_> {
                             "numbers out of order in `{n,m}` (PCRE2 refuses this regex)",
                         ));
                     }
-                    if min > u64::from(MAX_REPEAT) || max.is_some_and(|max| max > u64::from(MAX_REPEAT))
+                    if min > u64::from(MAX_REPEAT)
+                        || max.is_some_and(|max| max > u64::from(MAX_REPEAT))
                     {
                         return Err(DialectError::new(format!(
                             "counted repeat above {MAX_REPEAT} is not supported"
@@ -550,7 +552,9 @@ impl Parser<'_> {
         if matches!(self.peek(), Some(b'*' | b'+' | b'?'))
             || self.counted_repeat_at(self.pos).is_some()
         {
-            return Err(DialectError::new("quantifier following a quantifier is not supported"));
+            return Err(DialectError::new(
+                "quantifier following a quantifier is not supported",
+            ));
         }
         Ok(Node::Repeat {
             node: Box::new(atom),
@@ -642,7 +646,10 @@ impl Parser<'_> {
             // A `-` between two single bytes makes a range; at the start or
             // just before `]` it is a literal. Other placements are errors or
             // Perl-compatibility corners in PCRE2: refuse them.
-            if self.peek() == Some(b'-') && self.peek_at(1) != Some(b']') && self.peek_at(1).is_some() {
+            if self.peek() == Some(b'-')
+                && self.peek_at(1) != Some(b']')
+                && self.peek_at(1).is_some()
+            {
                 let ClassItem::Byte(low) = item else {
                     return Err(DialectError::new(
                         "`-` after a class escape such as `\\d` inside `[...]` is not supported",
@@ -744,7 +751,9 @@ mod tests {
     use super::translate;
 
     fn matches(spec: &str, key: &[u8]) -> bool {
-        let pattern = translate(spec.as_bytes()).expect("translates").pattern_after_prefix(0);
+        let pattern = translate(spec.as_bytes())
+            .expect("translates")
+            .pattern_after_prefix(0);
         regex::bytes::RegexBuilder::new(&pattern)
             .unicode(false)
             .build()
@@ -777,10 +786,26 @@ mod tests {
     #[test]
     fn rejections() {
         for spec in [
-            r"/a(?=b)", r"/a(b)\1", r"/ax{", r"/a{,3}", r"/a$/b", r"/a*+", r"/[[:alpha:]]",
-            r"/a(", r"/a)", r"/[a", r"/a**", r"/\Qx\E", r"/\p{L}", r"/[z-a]", r"*a",
+            r"/a(?=b)",
+            r"/a(b)\1",
+            r"/ax{",
+            r"/a{,3}",
+            r"/a$/b",
+            r"/a*+",
+            r"/[[:alpha:]]",
+            r"/a(",
+            r"/a)",
+            r"/[a",
+            r"/a**",
+            r"/\Qx\E",
+            r"/\p{L}",
+            r"/[z-a]",
+            r"*a",
         ] {
-            assert!(translate(spec.as_bytes()).is_err(), "{spec} should be rejected");
+            assert!(
+                translate(spec.as_bytes()).is_err(),
+                "{spec} should be rejected"
+            );
         }
     }
 
@@ -805,7 +830,11 @@ mod tests {
         assert_eq!(translation.required_prefix, b"/usr/lib/");
         let rest = translation.pattern_after_prefix(9);
         let automaton = regex_automata::meta::Regex::builder()
-            .syntax(regex_automata::util::syntax::Config::new().unicode(false).utf8(false))
+            .syntax(
+                regex_automata::util::syntax::Config::new()
+                    .unicode(false)
+                    .utf8(false),
+            )
             .build(&rest)
             .expect("compiles");
         let run = |key: &[u8]| {

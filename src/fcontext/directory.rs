@@ -53,7 +53,11 @@ impl SpecDfa {
     pub(super) fn build(pattern: &str) -> Option<Self> {
         dense::Builder::new()
             .syntax(syntax::Config::new().unicode(false).utf8(false))
-            .thompson(thompson::Config::new().utf8(false).which_captures(WhichCaptures::None))
+            .thompson(
+                thompson::Config::new()
+                    .utf8(false)
+                    .which_captures(WhichCaptures::None),
+            )
             .configure(
                 dense::Config::new()
                     .match_kind(MatchKind::All)
@@ -184,14 +188,22 @@ impl<'m> Class<'m> {
     /// Adds the specs of `group`, whose patterns start right after
     /// `haystack[..at]` (`at == 0`: the unprefixed group, unanchored).
     fn add_group(&mut self, group: &'m Group, haystack: &[u8], at: usize) {
-        let whole = WholeGroup { group, start: (at != 0).then_some(at) };
+        let whole = WholeGroup {
+            group,
+            start: (at != 0).then_some(at),
+        };
         let anchored = if at == 0 { Anchored::No } else { Anchored::Yes };
         let started = group.spec_dfas().and_then(|dfas| {
             let pairs = dfas.iter().zip(&group.spec_index);
             pairs
                 .map(|(dfa, &spec)| {
                     let state = dfa.start(haystack, at, anchored)?;
-                    Some(Candidate { spec, dfa, progress: Progress::Stepping(state), group: whole })
+                    Some(Candidate {
+                        spec,
+                        dfa,
+                        progress: Progress::Stepping(state),
+                        group: whole,
+                    })
                 })
                 .collect::<Option<Vec<_>>>()
         });
@@ -204,14 +216,22 @@ impl<'m> Class<'m> {
     fn advance(&self, bytes: &[u8]) -> Self {
         let candidates = self.candidates.iter().filter_map(|candidate| {
             let progress = candidate.dfa.feed(candidate.progress, bytes)?;
-            Some(Candidate { progress, ..*candidate })
+            Some(Candidate {
+                progress,
+                ..*candidate
+            })
         });
-        Class { candidates: candidates.collect(), whole: self.whole.clone(), crowded: Vec::new() }
+        Class {
+            candidates: candidates.collect(),
+            whole: self.whole.clone(),
+            crowded: Vec::new(),
+        }
     }
 
     fn finish(&mut self, matcher: &Matcher, child_stem: Option<u32>, prune_stems: bool) {
         if prune_stems {
-            self.candidates.retain(|candidate| !matcher.stem_rejects(candidate.spec, child_stem));
+            self.candidates
+                .retain(|candidate| !matcher.stem_rejects(candidate.spec, child_stem));
         }
         // Too many live specs for an entry to try one by one: entries run
         // their groups' multi-pattern automata instead. The states are kept:
@@ -220,12 +240,17 @@ impl<'m> Class<'m> {
         if self.candidates.len() > MAX_STEPPED {
             for candidate in &self.candidates {
                 let group = candidate.group;
-                if !self.crowded.iter().any(|seen| std::ptr::eq(seen.group, group.group)) {
+                if !self
+                    .crowded
+                    .iter()
+                    .any(|seen| std::ptr::eq(seen.group, group.group))
+                {
                     self.crowded.push(group);
                 }
             }
         }
-        self.candidates.sort_unstable_by_key(|candidate| std::cmp::Reverse(candidate.spec));
+        self.candidates
+            .sort_unstable_by_key(|candidate| std::cmp::Reverse(candidate.spec));
     }
 
     fn best(&self, key: &[u8], name: &[u8], accept: &impl Fn(u32) -> bool) -> Option<u32> {
@@ -354,10 +379,18 @@ impl<'m> Directory<'m> {
         };
         let key: Box<[u8]> = normalise(key).into();
         let tracked = Self::substituted_key(matcher, &key).map(|substituted| {
-            let components = substituted.split(|&byte| byte == b'/').filter(|c| !c.is_empty());
-            components.fold(Tracked::root(matcher), |tracked, name| tracked.advance(matcher, name))
+            let components = substituted
+                .split(|&byte| byte == b'/')
+                .filter(|c| !c.is_empty());
+            components.fold(Tracked::root(matcher), |tracked, name| {
+                tracked.advance(matcher, name)
+            })
         });
-        Directory { matcher, key, tracked }
+        Directory {
+            matcher,
+            key,
+            tracked,
+        }
     }
 
     /// The key the entries' keys extend, if tracking is exact for `key`:
@@ -393,10 +426,18 @@ impl<'m> Directory<'m> {
             return Directory::new(self.matcher, &key);
         };
         if Self::substituted_key(self.matcher, &key).is_none() {
-            return Directory { matcher: self.matcher, key: key.into(), tracked: None };
+            return Directory {
+                matcher: self.matcher,
+                key: key.into(),
+                tracked: None,
+            };
         }
         let tracked = tracked.advance(self.matcher, name);
-        Directory { matcher: self.matcher, key: key.into(), tracked: Some(tracked) }
+        Directory {
+            matcher: self.matcher,
+            key: key.into(),
+            tracked: Some(tracked),
+        }
     }
 
     /// The context of the entry `name` (a single path component) looked up

@@ -163,7 +163,9 @@ impl PrefixGroups {
                 None => &prefix[..0],
             };
             let entry = by_prefix.entry(directory).or_default();
-            entry.0.push(translation.pattern_after_prefix(directory.len()));
+            entry
+                .0
+                .push(translation.pattern_after_prefix(directory.len()));
             entry.1.push(index);
         }
         let mut groups = PrefixGroups::default();
@@ -280,7 +282,10 @@ impl Matcher {
             };
             let translation = &spec.translation;
             if let Some(literal) = &translation.literal {
-                literals.entry(literal.as_slice().into()).or_default().push(index);
+                literals
+                    .entry(literal.as_slice().into())
+                    .or_default()
+                    .push(index);
             } else if index as usize >= first_exact {
                 exact_members.push((translation, index));
             } else {

@@ -226,7 +226,12 @@ impl FileContexts {
     /// One file_contexts text (no siblings); `origin` names it in errors.
     pub fn from_text(origin: &str, text: &[u8]) -> Result<Self, LoadError> {
         let specs = source::parse_text(origin, text)?;
-        Self::build(origin, tagged(origin, specs), Default::default(), Default::default())
+        Self::build(
+            origin,
+            tagged(origin, specs),
+            Default::default(),
+            Default::default(),
+        )
     }
 
     /// libselinux's answer; None = ENOENT (no match, or `<<none>>`).
@@ -298,18 +303,22 @@ impl FileContexts {
                 translation,
             });
         }
-        let matcher = Matcher::build(prepared, first_exact, local_subs, dist_subs).map_err(
-            |error| LoadError::TooLarge {
-                origin: origin.to_owned(),
-                problem: error.0,
-            },
-        )?;
+        let matcher =
+            Matcher::build(prepared, first_exact, local_subs, dist_subs).map_err(|error| {
+                LoadError::TooLarge {
+                    origin: origin.to_owned(),
+                    problem: error.0,
+                }
+            })?;
         Ok(Self { matcher, origins })
     }
 }
 
 fn tagged(file: &str, specs: Vec<RawSpec>) -> TaggedSpecs {
-    specs.into_iter().map(|spec| (file.to_owned(), spec)).collect()
+    specs
+        .into_iter()
+        .map(|spec| (file.to_owned(), spec))
+        .collect()
 }
 
 fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
@@ -407,8 +416,14 @@ fn same_specs(left: &[(String, RawSpec)], right: &[(String, RawSpec)]) -> bool {
         )
     }
     fn sorted(specs: &[(String, RawSpec)]) -> Vec<Behaviour<'_>> {
-        let regex = specs.iter().filter(|(_, spec)| spec.has_meta).map(|(_, spec)| key(spec));
-        let exact = specs.iter().filter(|(_, spec)| !spec.has_meta).map(|(_, spec)| key(spec));
+        let regex = specs
+            .iter()
+            .filter(|(_, spec)| spec.has_meta)
+            .map(|(_, spec)| key(spec));
+        let exact = specs
+            .iter()
+            .filter(|(_, spec)| !spec.has_meta)
+            .map(|(_, spec)| key(spec));
         regex.chain(exact).collect()
     }
     sorted(left) == sorted(right)
@@ -426,7 +441,10 @@ mod tests {
     fn exact_beats_regex_and_last_match_wins() {
         let contexts = fc("/a a_exact\n/a(/.*)? a_regex\n/a(/.*)? a_regex_later\n");
         assert_eq!(contexts.lookup(b"/a", FileKind::Any), Some("a_exact"));
-        assert_eq!(contexts.lookup(b"/a/b", FileKind::Any), Some("a_regex_later"));
+        assert_eq!(
+            contexts.lookup(b"/a/b", FileKind::Any),
+            Some("a_regex_later")
+        );
     }
 
     #[test]

@@ -182,7 +182,10 @@ impl<'a> Cursor<'a> {
         if bytes[length - 1] != 0 {
             return None;
         }
-        let end = bytes.iter().position(|&byte| byte == 0).unwrap_or(length - 1);
+        let end = bytes
+            .iter()
+            .position(|&byte| byte == 0)
+            .unwrap_or(length - 1);
         Some(&bytes[..end])
     }
 }
@@ -307,13 +310,20 @@ mod tests {
 
     #[test]
     fn text_lines() {
-        let specs = parse_text("t", b"# c\n\n  /a -d x_u:r:t:s0 ignored #\r\n/b\tctx\0junk\n").unwrap();
+        let specs = parse_text(
+            "t",
+            b"# c\n\n  /a -d x_u:r:t:s0 ignored #\r\n/b\tctx\0junk\n",
+        )
+        .unwrap();
         assert_eq!(specs.len(), 2);
         assert_eq!(specs[0].mode, 0o040000);
         assert_eq!(specs[0].context, "x_u:r:t:s0");
         assert_eq!(specs[1].context, "ctx");
         assert_eq!(specs[1].location, Location::Line(4));
         let error = parse_text("t", b"/a\n").unwrap_err();
-        assert_eq!(error.to_string(), "t:1: only one field: a spec is `PATH [TYPE] CONTEXT`");
+        assert_eq!(
+            error.to_string(),
+            "t:1: only one field: a spec is `PATH [TYPE] CONTEXT`"
+        );
     }
 }

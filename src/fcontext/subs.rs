@@ -125,9 +125,15 @@ impl Substitutions {
     pub(crate) fn new(entries: Vec<Substitution>) -> Self {
         let mut first_trial = HashMap::new();
         for (position, entry) in entries.iter().enumerate() {
-            first_trial.entry(entry.alias.as_slice().into()).or_insert(position);
+            first_trial
+                .entry(entry.alias.as_slice().into())
+                .or_insert(position);
         }
-        let longest_alias = entries.iter().map(|entry| entry.alias.len()).max().unwrap_or(0);
+        let longest_alias = entries
+            .iter()
+            .map(|entry| entry.alias.len())
+            .max()
+            .unwrap_or(0);
         let alias_prefixes = entries
             .iter()
             .flat_map(|entry| (1..entry.alias.len()).map(|end| entry.alias[..end].into()))
@@ -207,7 +213,13 @@ mod tests {
     fn stale_buffer_is_replayed_and_uninitialised_memory_refused() {
         // "/x" without newline reads the rest of the previous line's buffer.
         let entries = subs(b"/aaaa /bbbb\n/x");
-        assert_eq!(entries[0], Substitution { alias: b"/x".to_vec(), real: b"aa".to_vec() });
+        assert_eq!(
+            entries[0],
+            Substitution {
+                alias: b"/x".to_vec(),
+                real: b"aa".to_vec()
+            }
+        );
         assert!(parse("s", b"/x").is_err());
     }
 }

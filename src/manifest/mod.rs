@@ -50,8 +50,14 @@ pub struct Parsed {
 /// diagnostic of the failing phase.
 pub fn parse(source: Source, base: &BaseFacts) -> Result<Parsed, Report> {
     if source.text.len() > MAX_MANIFEST_BYTES {
-        let message = format!("manifest is {} bytes; the limit is {MAX_MANIFEST_BYTES}", source.text.len());
-        return Err(Report { diagnostics: vec![Diagnostic::error("too-large", Pos::default(), message)], source });
+        let message = format!(
+            "manifest is {} bytes; the limit is {MAX_MANIFEST_BYTES}",
+            source.text.len()
+        );
+        return Err(Report {
+            diagnostics: vec![Diagnostic::error("too-large", Pos::default(), message)],
+            source,
+        });
     }
     let options = serde_saphyr::options! {
         strict_booleans: true,
@@ -60,12 +66,22 @@ pub fn parse(source: Source, base: &BaseFacts) -> Result<Parsed, Report> {
         Ok(raw) => raw,
         Err(error) => {
             let diagnostic = yaml_diagnostic(&error);
-            return Err(Report { source, diagnostics: vec![diagnostic] });
+            return Err(Report {
+                source,
+                diagnostics: vec![diagnostic],
+            });
         }
     };
     match validate::validate(&raw, base) {
-        Ok((layout, warnings)) => Ok(Parsed { layout, source, warnings }),
-        Err(diagnostics) => Err(Report { source, diagnostics }),
+        Ok((layout, warnings)) => Ok(Parsed {
+            layout,
+            source,
+            warnings,
+        }),
+        Err(diagnostics) => Err(Report {
+            source,
+            diagnostics,
+        }),
     }
 }
 
@@ -76,7 +92,10 @@ pub fn default_layout(base: &BaseFacts) -> Result<Parsed, Report> {
 
 /// Reads a manifest file into a [`Source`] named as the user gave it.
 pub fn read_source(path: &Path) -> Result<Source, ReadError> {
-    let bytes = std::fs::read(path).map_err(|source| ReadError::Io { path: path.to_owned(), source })?;
+    let bytes = std::fs::read(path).map_err(|source| ReadError::Io {
+        path: path.to_owned(),
+        source,
+    })?;
     let text = String::from_utf8(bytes).map_err(|e| ReadError::NotUtf8 {
         path: path.to_owned(),
         offset: e.utf8_error().valid_up_to(),
@@ -87,9 +106,15 @@ pub fn read_source(path: &Path) -> Result<Source, ReadError> {
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
     #[error("{}: cannot read: {source}", path.display())]
-    Io { path: std::path::PathBuf, source: std::io::Error },
+    Io {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
     #[error("{}: not UTF-8 (first invalid byte at offset {offset})", path.display())]
-    NotUtf8 { path: std::path::PathBuf, offset: usize },
+    NotUtf8 {
+        path: std::path::PathBuf,
+        offset: usize,
+    },
 }
 
 /// Turns a YAML-layer error into our diagnostic form, keeping its position

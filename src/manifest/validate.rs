@@ -35,13 +35,19 @@ struct Checker<'a> {
 }
 
 impl Checker<'_> {
-    fn error(&mut self, code: &'static str, pos: Pos, message: impl Into<String>) -> &mut Diagnostic {
+    fn error(
+        &mut self,
+        code: &'static str,
+        pos: Pos,
+        message: impl Into<String>,
+    ) -> &mut Diagnostic {
         self.diagnostics.push(Diagnostic::error(code, pos, message));
         self.diagnostics.last_mut().expect("just pushed")
     }
 
     fn warning(&mut self, code: &'static str, pos: Pos, message: impl Into<String>) {
-        self.diagnostics.push(Diagnostic::warning(code, pos, message));
+        self.diagnostics
+            .push(Diagnostic::warning(code, pos, message));
     }
 }
 
@@ -57,8 +63,14 @@ impl Help for Diagnostic {
 
 /// Validates `raw`; returns the model and the warnings, or every diagnostic
 /// (errors and warnings) when any rule failed.
-pub fn validate(raw: &RawLayout, base: &BaseFacts) -> Result<(Layout, Vec<Diagnostic>), Vec<Diagnostic>> {
-    let mut checker = Checker { base, diagnostics: Vec::new() };
+pub fn validate(
+    raw: &RawLayout,
+    base: &BaseFacts,
+) -> Result<(Layout, Vec<Diagnostic>), Vec<Diagnostic>> {
+    let mut checker = Checker {
+        base,
+        diagnostics: Vec::new(),
+    };
     let layout = check_layout(raw, &mut checker);
     checker.diagnostics.sort_by_key(|d| d.pos);
     if checker.diagnostics.iter().any(Diagnostic::is_error) {
@@ -80,7 +92,11 @@ fn check_layout(raw: &RawLayout, checker: &mut Checker<'_>) -> Layout {
     }
     if raw.kind.value != KIND {
         checker
-            .error("kind", pos(&raw.kind), format!("unsupported kind `{}`", raw.kind.value))
+            .error(
+                "kind",
+                pos(&raw.kind),
+                format!("unsupported kind `{}`", raw.kind.value),
+            )
             .help(format!("a layout manifest has `kind: {KIND}`"));
     }
     let name = &raw.metadata.name;
@@ -91,8 +107,11 @@ fn check_layout(raw: &RawLayout, checker: &mut Checker<'_>) -> Layout {
     }
 
     let domains = check_domains(&raw.spec.domains.value.0, checker);
-    let keys: HashMap<&str, usize> =
-        domains.iter().enumerate().map(|(i, d)| (d.key.as_str(), i)).collect();
+    let keys: HashMap<&str, usize> = domains
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (d.key.as_str(), i))
+        .collect();
     let domain_types: BTreeSet<&str> = domains.iter().map(|d| d.type_name.as_str()).collect();
 
     let mut paths: Vec<PathRule> = Vec::new();
@@ -103,8 +122,15 @@ fn check_layout(raw: &RawLayout, checker: &mut Checker<'_>) -> Layout {
         };
         if let Some(first) = seen_paths.get(&rule.path) {
             checker
-                .error("path-duplicate", rule.pos, format!("path `{}` is declared twice", rule.path))
-                .help(format!("first declared at line {}; merge the two entries", first.line));
+                .error(
+                    "path-duplicate",
+                    rule.pos,
+                    format!("path `{}` is declared twice", rule.path),
+                )
+                .help(format!(
+                    "first declared at line {}; merge the two entries",
+                    first.line
+                ));
             continue;
         }
         seen_paths.insert(rule.path.clone(), rule.pos);
@@ -128,14 +154,21 @@ fn check_layout(raw: &RawLayout, checker: &mut Checker<'_>) -> Layout {
     }
 }
 
-fn check_domains(entries: &[(Spanned<String>, RawDomain)], checker: &mut Checker<'_>) -> Vec<Domain> {
+fn check_domains(
+    entries: &[(Spanned<String>, RawDomain)],
+    checker: &mut Checker<'_>,
+) -> Vec<Domain> {
     let mut domains = Vec::new();
     let mut by_type: HashMap<String, Pos> = HashMap::new();
     let keys: BTreeSet<&str> = entries.iter().map(|(k, _)| k.value.as_str()).collect();
     for (key, raw) in entries {
         if !is_identifier(&key.value) {
             checker
-                .error("domain-key", pos(key), format!("invalid domain key `{}`", key.value))
+                .error(
+                    "domain-key",
+                    pos(key),
+                    format!("invalid domain key `{}`", key.value),
+                )
                 .help("use lowercase letters, digits, `_` and `-`, starting with a letter");
         }
         let type_name = &raw.type_name;
@@ -147,13 +180,20 @@ fn check_domains(entries: &[(Spanned<String>, RawDomain)], checker: &mut Checker
                     pos(type_name),
                     format!("type `{}` already names another domain", type_name.value),
                 )
-                .help(format!("first used at line {}; one domain per type", first.line));
+                .help(format!(
+                    "first used at line {}; one domain per type",
+                    first.line
+                ));
         }
         by_type.insert(type_name.value.clone(), pos(type_name));
         let workload = flag(&raw.workload);
         let trusted = flag(&raw.trusted);
         if workload && trusted {
-            let at = raw.trusted.as_ref().map(|t| pos_of(t, 4)).unwrap_or(pos(key));
+            let at = raw
+                .trusted
+                .as_ref()
+                .map(|t| pos_of(t, 4))
+                .unwrap_or(pos(key));
             checker
                 .error(
                     "workload-trusted",
@@ -182,11 +222,17 @@ fn check_domains(entries: &[(Spanned<String>, RawDomain)], checker: &mut Checker
         });
     }
     // Resolve transitions once every key is known.
-    let index: HashMap<&str, usize> =
-        entries.iter().enumerate().map(|(i, (k, _))| (k.value.as_str(), i)).collect();
+    let index: HashMap<&str, usize> = entries
+        .iter()
+        .enumerate()
+        .map(|(i, (k, _))| (k.value.as_str(), i))
+        .collect();
     for (i, (_, raw)) in entries.iter().enumerate() {
-        domains[i].transitions =
-            raw.transitions.iter().filter_map(|t| index.get(t.value.as_str()).copied()).collect();
+        domains[i].transitions = raw
+            .transitions
+            .iter()
+            .filter_map(|t| index.get(t.value.as_str()).copied())
+            .collect();
     }
     domains
 }
@@ -214,11 +260,18 @@ fn check_path(
             )
             .help("pick a new type for this path, or add `baseType: true` to label it with the base policy's type on purpose");
     } else if declared_base && !in_base {
-        let at = raw.base_type.as_ref().map(|b| pos_of(b, 4)).unwrap_or(path_pos);
+        let at = raw
+            .base_type
+            .as_ref()
+            .map(|b| pos_of(b, 4))
+            .unwrap_or(path_pos);
         checker.error(
             "base-type",
             at,
-            format!("`baseType: true`, but the base policy has no type `{}`", type_name.value),
+            format!(
+                "`baseType: true`, but the base policy has no type `{}`",
+                type_name.value
+            ),
         );
     }
     if domain_types.contains(type_name.value.as_str()) {
@@ -226,14 +279,18 @@ fn check_path(
             .error(
                 "type-is-domain",
                 pos(type_name),
-                format!("`{}` is a domain's type and cannot label files", type_name.value),
+                format!(
+                    "`{}` is a domain's type and cannot label files",
+                    type_name.value
+                ),
             )
             .help("file types and process types are separate; name this one e.g. `<name>_var_t`");
     }
 
     let mode = raw.mode.as_ref().and_then(|mode| {
         let text = mode.value.as_str();
-        let valid = (3..=4).contains(&text.len()) && text.bytes().all(|b| (b'0'..=b'7').contains(&b));
+        let valid =
+            (3..=4).contains(&text.len()) && text.bytes().all(|b| (b'0'..=b'7').contains(&b));
         if !valid {
             checker
                 .error("mode", pos(mode), format!("invalid mode `{text}`"))
@@ -246,7 +303,11 @@ fn check_path(
         let parsed = parse_owner(&owner.value);
         if parsed.is_none() {
             checker
-                .error("owner", pos(owner), format!("invalid owner `{}`", owner.value))
+                .error(
+                    "owner",
+                    pos(owner),
+                    format!("invalid owner `{}`", owner.value),
+                )
                 .help("use a user name (`etcd`) or numeric `uid:gid` (`1000:1000`)");
         }
         parsed
@@ -258,8 +319,15 @@ fn check_path(
             let Some(&domain) = keys.get(key.value.as_str()) else {
                 let known: Vec<&str> = domains.iter().map(|d| d.key.as_str()).collect();
                 checker
-                    .error("unknown-domain", pos(key), format!("access for unknown domain `{}`", key.value))
-                    .help(format!("declare it under spec.domains (known: {})", known.join(", ")));
+                    .error(
+                        "unknown-domain",
+                        pos(key),
+                        format!("access for unknown domain `{}`", key.value),
+                    )
+                    .help(format!(
+                        "declare it under spec.domains (known: {})",
+                        known.join(", ")
+                    ));
                 continue;
             };
             if let Some(grant) = parse_levels(levels, checker) {
@@ -276,7 +344,11 @@ fn check_path(
             "cache" => Lifecycle::Cache,
             other => {
                 checker
-                    .error("lifecycle", pos(value), format!("unknown lifecycle `{other}`"))
+                    .error(
+                        "lifecycle",
+                        pos(value),
+                        format!("unknown lifecycle `{other}`"),
+                    )
                     .help("one of: persistent (default), ephemeral, cache");
                 Lifecycle::Persistent
             }
@@ -286,17 +358,28 @@ fn check_path(
     if let Some(raw_mount) = &raw.mount {
         mount.tmpfs = flag(&raw_mount.tmpfs);
         if let Some(value) = &raw_mount.propagation {
-            match Propagation::ALL.iter().find(|(name, _)| *name == value.value) {
+            match Propagation::ALL
+                .iter()
+                .find(|(name, _)| *name == value.value)
+            {
                 Some((_, p)) => mount.propagation = Some(*p),
                 None => {
                     checker
-                        .error("propagation", pos(value), format!("unknown propagation `{}`", value.value))
+                        .error(
+                            "propagation",
+                            pos(value),
+                            format!("unknown propagation `{}`", value.value),
+                        )
                         .help("one of: private, rprivate, shared, rshared, slave, rslave");
                 }
             }
         }
         if mount.tmpfs && lifecycle == Lifecycle::Persistent {
-            let at = raw_mount.tmpfs.as_ref().map(|t| pos_of(t, 4)).unwrap_or(path_pos);
+            let at = raw_mount
+                .tmpfs
+                .as_ref()
+                .map(|t| pos_of(t, 4))
+                .unwrap_or(path_pos);
             checker.warning(
                 "tmpfs-persistent",
                 at,
@@ -322,7 +405,11 @@ fn check_path(
         lifecycle,
         mount,
         pos: path_pos,
-        protected_pos: raw.protected.as_ref().filter(|p| p.value).map(|p| pos_of(p, 4)),
+        protected_pos: raw
+            .protected
+            .as_ref()
+            .filter(|p| p.value)
+            .map(|p| pos_of(p, 4)),
     })
 }
 
@@ -343,20 +430,38 @@ fn check_path_text(path: &str, at: Pos, checker: &mut Checker<'_>) -> bool {
     }
     if let Some(bad) = path.chars().find(|c| !c.is_ascii() || c.is_ascii_control()) {
         checker
-            .error("path-character", at, format!("path `{}` contains {}", path.escape_debug(), describe_char(bad)))
+            .error(
+                "path-character",
+                at,
+                format!(
+                    "path `{}` contains {}",
+                    path.escape_debug(),
+                    describe_char(bad)
+                ),
+            )
             .help("file_contexts are ASCII-only; libselinux refuses the whole file otherwise");
         return false;
     }
     if let Some(bad) = path.chars().find(|c| c.is_whitespace() || *c == '"') {
         checker
-            .error("path-character", at, format!("path `{path}` contains {}", describe_char(bad)))
-            .help("file_contexts cannot carry whitespace or quotes in a path; rename the directory");
+            .error(
+                "path-character",
+                at,
+                format!("path `{path}` contains {}", describe_char(bad)),
+            )
+            .help(
+                "file_contexts cannot carry whitespace or quotes in a path; rename the directory",
+            );
         return false;
     }
     let normalised = normalise(path);
     if normalised.as_deref() != Some(path) {
         checker
-            .error("path-not-normalised", at, format!("path `{path}` is not normalised"))
+            .error(
+                "path-not-normalised",
+                at,
+                format!("path `{path}` is not normalised"),
+            )
             .help(match normalised {
                 Some(n) => format!("write `{n}`"),
                 None => "remove the `..` components; layout paths never climb".to_owned(),
@@ -398,10 +503,16 @@ fn check_type_name(name: &Spanned<String>, checker: &mut Checker<'_>) {
     let valid = text.len() > 2
         && text.ends_with("_t")
         && text.starts_with(|c: char| c.is_ascii_lowercase())
-        && text.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
     if !valid {
         checker
-            .error("type-name", pos(name), format!("invalid type name `{text}`"))
+            .error(
+                "type-name",
+                pos(name),
+                format!("invalid type name `{text}`"),
+            )
             .help("SELinux type names here match [a-z][a-z0-9_]*_t, e.g. `etcd_var_t`");
     }
 }
@@ -410,7 +521,9 @@ fn parse_levels(levels: &Spanned<super::raw::Levels>, checker: &mut Checker<'_>)
     let mut access = Access::default();
     let at = Pos::of(&levels.referenced, 0);
     if levels.value.0.is_empty() {
-        checker.error("access-level", at, "empty access list").help("use search, read, append, write or exec");
+        checker
+            .error("access-level", at, "empty access list")
+            .help("use search, read, append, write or exec");
         return None;
     }
     let mut ok = true;
@@ -434,11 +547,16 @@ fn parse_levels(levels: &Spanned<super::raw::Levels>, checker: &mut Checker<'_>)
 
 fn parse_owner(text: &str) -> Option<Owner> {
     if let Some((uid, gid)) = text.split_once(':') {
-        return Some(Owner::Ids { uid: uid.parse().ok()?, gid: gid.parse().ok()? });
+        return Some(Owner::Ids {
+            uid: uid.parse().ok()?,
+            gid: gid.parse().ok()?,
+        });
     }
     let valid = text.len() <= 32
         && text.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
-        && text.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
     valid.then(|| Owner::Name(text.to_owned()))
 }
 
@@ -447,12 +565,16 @@ fn is_dns_label(text: &str) -> bool {
         && text.len() <= 63
         && text.starts_with(|c: char| c.is_ascii_lowercase())
         && !text.ends_with('-')
-        && text.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
 }
 
 fn is_identifier(text: &str) -> bool {
     text.starts_with(|c: char| c.is_ascii_lowercase())
-        && text.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
 }
 
 /// A type labelling several paths must mean the same thing everywhere: SELinux
@@ -512,12 +634,20 @@ fn check_protection(paths: &[PathRule], domains: &[Domain], checker: &mut Checke
         }
         if rule.host_path {
             checker
-                .error("protected-hostpath", at, format!("protected path `{}` cannot be a hostPath root", rule.path))
+                .error(
+                    "protected-hostpath",
+                    at,
+                    format!("protected path `{}` cannot be a hostPath root", rule.path),
+                )
                 .help("hostPath roots are where pods may mount; keep protected data elsewhere");
         }
         if rule.removable {
             checker
-                .error("protected-removable", at, format!("protected path `{}` cannot be removable", rule.path))
+                .error(
+                    "protected-removable",
+                    at,
+                    format!("protected path `{}` cannot be removable", rule.path),
+                )
                 .help("`semanifest rm` must never delete protected data");
         }
         for root in paths.iter().filter(|r| r.host_path && r.path != rule.path) {
@@ -526,9 +656,14 @@ fn check_protection(paths: &[PathRule], domains: &[Domain], checker: &mut Checke
                     .error(
                         "protected-under-hostpath",
                         at,
-                        format!("protected path `{}` is below hostPath root `{}`", rule.path, root.path),
+                        format!(
+                            "protected path `{}` is below hostPath root `{}`",
+                            rule.path, root.path
+                        ),
                     )
-                    .help("a pod mounting the root would reach it; move it out of the hostPath root");
+                    .help(
+                        "a pod mounting the root would reach it; move it out of the hostPath root",
+                    );
             }
         }
     }

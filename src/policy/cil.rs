@@ -23,10 +23,15 @@ fn environment() -> Environment<'static> {
     );
     env.set_formatter(|out, _state, value| {
         if value.is_safe() {
-            return out.write_str(value.as_str().unwrap_or_default()).map_err(Error::from);
+            return out
+                .write_str(value.as_str().unwrap_or_default())
+                .map_err(Error::from);
         }
         let text = value.to_string();
-        if let Some(bad) = text.chars().find(|c| c.is_whitespace() || c.is_control() || matches!(c, '"' | ';')) {
+        if let Some(bad) = text
+            .chars()
+            .find(|c| c.is_whitespace() || c.is_control() || matches!(c, '"' | ';'))
+        {
             return Err(Error::new(
                 ErrorKind::InvalidOperation,
                 format!("refusing to print {text:?} into CIL: it contains {bad:?}"),
@@ -34,9 +39,13 @@ fn environment() -> Environment<'static> {
         }
         out.write_str(&text).map_err(Error::from)
     });
-    env.add_filter("comment", |text: String| -> Value { Value::from_safe_string(comment_lines(&text)) });
-    env.add_template("module.cil", MODULE_TEMPLATE).expect("the module template parses");
-    env.add_template("store-module.cil", STORE_MODULE_TEMPLATE).expect("the store module template parses");
+    env.add_filter("comment", |text: String| -> Value {
+        Value::from_safe_string(comment_lines(&text))
+    });
+    env.add_template("module.cil", MODULE_TEMPLATE)
+        .expect("the module template parses");
+    env.add_template("store-module.cil", STORE_MODULE_TEMPLATE)
+        .expect("the store module template parses");
     env
 }
 
@@ -48,7 +57,9 @@ pub fn render_module(plan: &ModulePlan) -> Result<String, Error> {
 /// Renders one of the templates with `value`, ending in a newline.
 pub(super) fn render_template<T: serde::Serialize>(name: &str, value: &T) -> Result<String, Error> {
     let env = environment();
-    let mut text = env.get_template(name)?.render(minijinja::value::Serde(value))?;
+    let mut text = env
+        .get_template(name)?
+        .render(minijinja::value::Serde(value))?;
     if !text.ends_with('\n') {
         text.push('\n');
     }
@@ -59,7 +70,10 @@ pub(super) fn render_template<T: serde::Serialize>(name: &str, value: &T) -> Res
 /// spaces, lines are wrapped at 76 columns, and every line after the first
 /// starts with `;; ` so nothing can be read as CIL.
 fn comment_lines(text: &str) -> String {
-    let clean: String = text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+    let clean: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
     let mut lines: Vec<String> = Vec::new();
     let mut line = String::new();
     for word in clean.split_whitespace() {
@@ -83,6 +97,9 @@ mod tests {
     fn comments_cannot_escape_into_cil() {
         assert_eq!(comment_lines("a\n(allow x y)"), "a (allow x y)");
         let long = "word ".repeat(30);
-        assert!(comment_lines(&long).lines().skip(1).all(|l| l.starts_with(";; ")));
+        assert!(comment_lines(&long)
+            .lines()
+            .skip(1)
+            .all(|l| l.starts_with(";; ")));
     }
 }

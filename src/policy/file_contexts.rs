@@ -55,7 +55,11 @@ struct SortKey {
 
 fn sort_key(regex: &str) -> SortKey {
     let bytes = regex.as_bytes();
-    let mut key = SortKey { meta: false, stem_len: 0, str_len: 0 };
+    let mut key = SortKey {
+        meta: false,
+        stem_len: 0,
+        str_len: 0,
+    };
     let mut i = 0;
     while i < bytes.len() {
         match bytes[i] {
@@ -149,13 +153,24 @@ mod tests {
     use super::*;
 
     fn spec(regex: &str) -> FileCon {
-        FileCon { regex: regex.into(), file_type: FileConType::Any, context: Some("c".into()) }
+        FileCon {
+            regex: regex.into(),
+            file_type: FileConType::Any,
+            context: Some("c".into()),
+        }
     }
 
     #[test]
     fn deeper_paths_sort_later_so_they_win() {
-        let text = render(vec![spec("/var/lib/etcd(/.*)?"), spec("/var(/.*)?"), spec("/var/log(/.*)?")]);
-        assert_eq!(text, "/var(/.*)?\tc\n/var/log(/.*)?\tc\n/var/lib/etcd(/.*)?\tc\n");
+        let text = render(vec![
+            spec("/var/lib/etcd(/.*)?"),
+            spec("/var(/.*)?"),
+            spec("/var/log(/.*)?"),
+        ]);
+        assert_eq!(
+            text,
+            "/var(/.*)?\tc\n/var/log(/.*)?\tc\n/var/lib/etcd(/.*)?\tc\n"
+        );
     }
 
     #[test]
@@ -163,7 +178,10 @@ mod tests {
         assert_eq!(literal_stem(r"/var/lib\.d(/.*)?"), "/var/lib.d");
         assert_eq!(literal_stem("/.*"), "/");
         assert!(ordered_by_strcmp_only(&spec("/a(/.*)?"), &spec("/b(/.*)?")));
-        assert!(!ordered_by_strcmp_only(&spec("/a(/.*)?"), &spec("/ab(/.*)?")));
+        assert!(!ordered_by_strcmp_only(
+            &spec("/a(/.*)?"),
+            &spec("/ab(/.*)?")
+        ));
     }
 
     #[test]

@@ -8,8 +8,8 @@
 //! interrupted build never leaves a half-written policy behind.
 
 pub mod base;
-pub mod cil_scan;
 mod cil;
+pub mod cil_scan;
 pub mod file_contexts;
 pub mod plan;
 pub mod secilc;
@@ -35,7 +35,10 @@ pub struct Generated {
 
 /// What the manifest rules need to know about the embedded base policy.
 pub fn base_facts() -> BaseFacts {
-    BaseFacts { types: base::base_types().into_iter().map(str::to_owned).collect(), adopt_existing: false }
+    BaseFacts {
+        types: base::base_types().into_iter().map(str::to_owned).collect(),
+        adopt_existing: false,
+    }
 }
 
 /// The embedded base policy as one CIL text, file by file with a header each.
@@ -109,13 +112,22 @@ pub enum BuildError {
     /// The I/O error is part of the message, not a `source()`, so a
     /// chain-printing caller does not say it twice.
     #[error("{}: {error}", path.display())]
-    Io { path: PathBuf, error: std::io::Error },
+    Io {
+        path: PathBuf,
+        error: std::io::Error,
+    },
     #[error("{}: no such CIL file to --include", path.display())]
     MissingInclude { path: PathBuf },
     /// secilc refused the policy. `violations` are the protected paths whose
     /// neverallow failed, with where the manifest declared them.
-    #[error("secilc rejected the policy{}\n\nsecilc said:\n{output}", describe_violations(violations))]
-    Rejected { violations: Vec<Violation>, output: String },
+    #[error(
+        "secilc rejected the policy{}\n\nsecilc said:\n{output}",
+        describe_violations(violations)
+    )]
+    Rejected {
+        violations: Vec<Violation>,
+        output: String,
+    },
 }
 
 /// A protection secilc proved broken.
@@ -147,7 +159,10 @@ pub fn describe_violations(violations: &[Violation]) -> String {
 }
 
 fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> BuildError + '_ {
-    move |error| BuildError::Io { path: path.to_owned(), error }
+    move |error| BuildError::Io {
+        path: path.to_owned(),
+        error,
+    }
 }
 
 /// Writes `contents` to `path` atomically (temporary sibling + rename).
@@ -171,7 +186,9 @@ pub fn build(parsed: &Parsed, options: &BuildOptions) -> Result<BuildOutput, Bui
     let secilc_path = secilc::locate(options.secilc.as_deref())?;
     for include in &options.includes {
         if !include.is_file() {
-            return Err(BuildError::MissingInclude { path: include.clone() });
+            return Err(BuildError::MissingInclude {
+                path: include.clone(),
+            });
         }
     }
     let generated = generate(parsed)?;
@@ -203,7 +220,11 @@ pub fn build(parsed: &Parsed, options: &BuildOptions) -> Result<BuildOutput, Bui
         let violations = secilc::violated_protections(&outcome.output)
             .into_iter()
             .filter_map(|broken| {
-                let rule = parsed.layout.paths.iter().find(|r| r.protected && r.type_name == broken.type_name)?;
+                let rule = parsed
+                    .layout
+                    .paths
+                    .iter()
+                    .find(|r| r.protected && r.type_name == broken.type_name)?;
                 let pos = rule.protected_pos.unwrap_or(rule.pos);
                 Some(Violation {
                     path: rule.path.clone(),
@@ -213,7 +234,10 @@ pub fn build(parsed: &Parsed, options: &BuildOptions) -> Result<BuildOutput, Bui
                 })
             })
             .collect();
-        return Err(BuildError::Rejected { violations, output: outcome.output });
+        return Err(BuildError::Rejected {
+            violations,
+            output: outcome.output,
+        });
     }
     fs::rename(&fc_tmp, &file_contexts).map_err(io_error(&file_contexts))?;
     fs::rename(&policy_tmp, &policy).map_err(io_error(&policy))?;
@@ -222,7 +246,13 @@ pub fn build(parsed: &Parsed, options: &BuildOptions) -> Result<BuildOutput, Bui
         Some(root) => install(root, &options.policy_name, &policy, &file_contexts)?,
         None => Vec::new(),
     };
-    Ok(BuildOutput { module_cil, base_cil: base_cil_path, file_contexts, policy, installed })
+    Ok(BuildOutput {
+        module_cil,
+        base_cil: base_cil_path,
+        file_contexts,
+        policy,
+        installed,
+    })
 }
 
 /// Writes the standard tree libselinux and the kernel loader read:
@@ -230,7 +260,12 @@ pub fn build(parsed: &Parsed, options: &BuildOptions) -> Result<BuildOutput, Bui
 /// `ROOT/etc/selinux/NAME/contexts/files/file_contexts`. A stale
 /// `file_contexts.bin` would be loaded instead of the new text (libselinux
 /// prefers a `.bin` at least as new), so those siblings are removed.
-fn install(root: &Path, name: &str, policy: &Path, file_contexts: &Path) -> Result<Vec<PathBuf>, BuildError> {
+fn install(
+    root: &Path,
+    name: &str,
+    policy: &Path,
+    file_contexts: &Path,
+) -> Result<Vec<PathBuf>, BuildError> {
     let selinux = root.join("etc/selinux");
     let policy_dir = selinux.join(name).join("policy");
     let files_dir = selinux.join(name).join("contexts/files");
@@ -245,8 +280,15 @@ fn install(root: &Path, name: &str, policy: &Path, file_contexts: &Path) -> Resu
     let policy_target = policy_dir.join("policy.33");
     write_atomic(&policy_target, &fs::read(policy).map_err(io_error(policy))?)?;
     let fc_target = files_dir.join("file_contexts");
-    write_atomic(&fc_target, &fs::read(file_contexts).map_err(io_error(file_contexts))?)?;
-    for stale in ["file_contexts.bin", "file_contexts.local.bin", "file_contexts.homedirs.bin"] {
+    write_atomic(
+        &fc_target,
+        &fs::read(file_contexts).map_err(io_error(file_contexts))?,
+    )?;
+    for stale in [
+        "file_contexts.bin",
+        "file_contexts.local.bin",
+        "file_contexts.homedirs.bin",
+    ] {
         let path = files_dir.join(stale);
         match fs::remove_file(&path) {
             Ok(()) => {}
@@ -282,15 +324,27 @@ fn parse_filecon(line: &str) -> Option<FileCon> {
         "symlink" => FileConType::Symlink,
         _ => FileConType::Any,
     };
-    let context: String = words.next()?.chars().filter(|c| !matches!(c, '(' | ')')).collect();
+    let context: String = words
+        .next()?
+        .chars()
+        .filter(|c| !matches!(c, '(' | ')'))
+        .collect();
     let parts: Vec<&str> = context.split_whitespace().collect();
     let context = match parts.as_slice() {
         [] => None,
-        [user, role, type_name, low, high] if low == high => Some(format!("{user}:{role}:{type_name}:{low}")),
-        [user, role, type_name, low, high] => Some(format!("{user}:{role}:{type_name}:{low}-{high}")),
+        [user, role, type_name, low, high] if low == high => {
+            Some(format!("{user}:{role}:{type_name}:{low}"))
+        }
+        [user, role, type_name, low, high] => {
+            Some(format!("{user}:{role}:{type_name}:{low}-{high}"))
+        }
         _ => return None,
     };
-    Some(FileCon { regex: regex.to_owned(), file_type, context })
+    Some(FileCon {
+        regex: regex.to_owned(),
+        file_type,
+        context,
+    })
 }
 
 #[cfg(test)]
@@ -299,8 +353,15 @@ mod tests {
 
     #[test]
     fn every_base_filecon_is_read() {
-        let statements = base::BASE_POLICY.iter().map(|(_, t)| t.matches("\n(filecon ").count()).sum::<usize>();
+        let statements = base::BASE_POLICY
+            .iter()
+            .map(|(_, t)| t.matches("\n(filecon ").count())
+            .sum::<usize>();
         assert!(statements > 0);
-        assert_eq!(base_filecons().len(), statements, "a base filecon is not in the one-line literal form");
+        assert_eq!(
+            base_filecons().len(),
+            statements,
+            "a base filecon is not in the one-line literal form"
+        );
     }
 }

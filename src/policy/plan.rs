@@ -81,7 +81,11 @@ pub struct Traversal {
 /// Classpermission names for each access level, `semanifest_<level>`, as
 /// defined in the template.
 fn level_permissions(access: Access) -> Vec<String> {
-    access.names().into_iter().map(|level| format!("semanifest_{level}")).collect()
+    access
+        .names()
+        .into_iter()
+        .map(|level| format!("semanifest_{level}"))
+        .collect()
 }
 
 /// Escapes a normalised path so that libselinux's regex matches exactly it:
@@ -91,7 +95,10 @@ fn level_permissions(access: Access) -> Vec<String> {
 pub fn escape_regex(path: &str) -> String {
     let mut out = String::with_capacity(path.len() + 8);
     for c in path.chars() {
-        if matches!(c, '.' | '^' | '$' | '*' | '+' | '?' | '(' | ')' | '[' | ']' | '{' | '}' | '|' | '\\') {
+        if matches!(
+            c,
+            '.' | '^' | '$' | '*' | '+' | '?' | '(' | ')' | '[' | ']' | '{' | '}' | '|' | '\\'
+        ) {
             out.push('\\');
         }
         out.push(c);
@@ -114,7 +121,11 @@ pub fn plan(layout: &Layout, source: &str, description: Option<&str>) -> ModuleP
             declare: !d.in_base,
             workload: d.workload,
             trusted: d.trusted,
-            transitions: d.transitions.iter().map(|&i| layout.domain(i).type_name.clone()).collect(),
+            transitions: d
+                .transitions
+                .iter()
+                .map(|&i| layout.domain(i).type_name.clone())
+                .collect(),
         })
         .collect();
 
@@ -141,26 +152,33 @@ pub fn plan(layout: &Layout, source: &str, description: Option<&str>) -> ModuleP
                 .iter()
                 .flat_map(|(&domain, &access)| {
                     let domain = &layout.domain(domain).type_name;
-                    level_permissions(access).into_iter().map(move |permissions| Allow {
-                        domain: domain.clone(),
-                        target: rule.type_name.clone(),
-                        permissions,
-                    })
+                    level_permissions(access)
+                        .into_iter()
+                        .map(move |permissions| Allow {
+                            domain: domain.clone(),
+                            target: rule.type_name.clone(),
+                            permissions,
+                        })
                 })
                 .collect();
             // A type shared by several paths gets its rules once.
             if !first_of_type {
                 allows.clear();
             }
-            let protection = (rule.protected && protected_types.insert(&rule.type_name)).then(|| {
-                let mut granted: Vec<String> = vec!["semanifest_trusted".to_owned()];
-                granted.extend(rule.access.keys().map(|&d| layout.domain(d).type_name.clone()));
-                Protection {
-                    granted_attribute: format!("{}_granted", rule.type_name),
-                    granted,
-                    denied_attribute: format!("{}_denied", rule.type_name),
-                }
-            });
+            let protection =
+                (rule.protected && protected_types.insert(&rule.type_name)).then(|| {
+                    let mut granted: Vec<String> = vec!["semanifest_trusted".to_owned()];
+                    granted.extend(
+                        rule.access
+                            .keys()
+                            .map(|&d| layout.domain(d).type_name.clone()),
+                    );
+                    Protection {
+                        granted_attribute: format!("{}_granted", rule.type_name),
+                        granted,
+                        denied_attribute: format!("{}_denied", rule.type_name),
+                    }
+                });
             PathPlan {
                 path: rule.path.clone(),
                 type_name: rule.type_name.clone(),
@@ -189,17 +207,23 @@ pub fn plan(layout: &Layout, source: &str, description: Option<&str>) -> ModuleP
 /// directory that the layout labels. A protected ancestor is skipped: its
 /// neverallow wins, and the path is reached through a bind mount instead.
 fn traversals(layout: &Layout, direct: &BTreeMap<(usize, &str), Access>) -> Vec<Traversal> {
-    let mut needed: BTreeMap<(usize, String), (BTreeSet<String>, BTreeSet<String>)> = BTreeMap::new();
+    let mut needed: BTreeMap<(usize, String), (BTreeSet<String>, BTreeSet<String>)> =
+        BTreeMap::new();
     for rule in &layout.paths {
         for &domain in rule.access.keys() {
             for ancestor in ancestors(&rule.path) {
-                let Some(owner) = layout.rule_for(ancestor) else { continue };
+                let Some(owner) = layout.rule_for(ancestor) else {
+                    continue;
+                };
                 if owner.protected {
                     // Never opened by traversal; and nothing above it either,
                     // so the walk stops here.
                     break;
                 }
-                let held = direct.get(&(domain, owner.type_name.as_str())).copied().unwrap_or_default();
+                let held = direct
+                    .get(&(domain, owner.type_name.as_str()))
+                    .copied()
+                    .unwrap_or_default();
                 if held.search {
                     continue;
                 }
@@ -224,7 +248,11 @@ fn traversals(layout: &Layout, direct: &BTreeMap<(usize, &str), Access>) -> Vec<
 fn summary(rule: &PathRule, layout: &Layout) -> String {
     let mut parts = Vec::new();
     for (&domain, access) in &rule.access {
-        parts.push(format!("{} {}", layout.domain(domain).key, access.names().join("+")));
+        parts.push(format!(
+            "{} {}",
+            layout.domain(domain).key,
+            access.names().join("+")
+        ));
     }
     let mut flags = Vec::new();
     if rule.protected {
@@ -243,7 +271,11 @@ fn summary(rule: &PathRule, layout: &Layout) -> String {
         flags.push(format!("propagation {}", p.as_str()));
     }
     flags.push(rule.lifecycle.as_str().to_owned());
-    let access = if parts.is_empty() { "no direct grants".to_owned() } else { parts.join(", ") };
+    let access = if parts.is_empty() {
+        "no direct grants".to_owned()
+    } else {
+        parts.join(", ")
+    };
     format!("{}; {}", access, flags.join(", "))
 }
 
@@ -254,7 +286,10 @@ mod tests {
     #[test]
     fn escapes_every_metacharacter() {
         assert_eq!(escape_regex("/var/lib/a.b+c"), r"/var/lib/a\.b\+c");
-        assert_eq!(escape_regex("/x/(y)|[z]{1}$^*?\\"), r"/x/\(y\)\|\[z\]\{1\}\$\^\*\?\\");
+        assert_eq!(
+            escape_regex("/x/(y)|[z]{1}$^*?\\"),
+            r"/x/\(y\)\|\[z\]\{1\}\$\^\*\?\\"
+        );
         assert_eq!(subtree_regex("/var/mnt"), "/var/mnt(/.*)?");
     }
 }

@@ -9,14 +9,18 @@ pub fn locate(explicit: Option<&Path>) -> Result<PathBuf, SecilcError> {
         return if path.is_file() {
             Ok(path.to_owned())
         } else {
-            Err(SecilcError::NotFound { searched: path.display().to_string() })
+            Err(SecilcError::NotFound {
+                searched: path.display().to_string(),
+            })
         };
     }
     let search = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&search)
         .map(|dir| dir.join("secilc"))
         .find(|candidate| candidate.is_file())
-        .ok_or_else(|| SecilcError::NotFound { searched: "PATH".to_owned() })
+        .ok_or_else(|| SecilcError::NotFound {
+            searched: "PATH".to_owned(),
+        })
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -27,7 +31,10 @@ pub enum SecilcError {
     )]
     NotFound { searched: String },
     #[error("cannot run {}: {source}", path.display())]
-    Spawn { path: PathBuf, source: std::io::Error },
+    Spawn {
+        path: PathBuf,
+        source: std::io::Error,
+    },
 }
 
 /// What one secilc run printed.
@@ -73,7 +80,11 @@ pub struct Flags {
 impl Flags {
     /// MLS on, policy version 33 (what Linux ≥ 5.x reads).
     pub fn standalone() -> Self {
-        Flags { mls: Some(true), policy_version: Some(33), ..Flags::default() }
+        Flags {
+            mls: Some(true),
+            policy_version: Some(33),
+            ..Flags::default()
+        }
     }
 
     fn args(&self) -> Vec<String> {
@@ -116,12 +127,16 @@ pub fn run(invocation: &Invocation<'_>) -> Result<Outcome, SecilcError> {
         command.arg("--disable-neverallow");
     }
     command.args(&invocation.inputs);
-    let output = command
-        .output()
-        .map_err(|source| SecilcError::Spawn { path: invocation.secilc.to_owned(), source })?;
+    let output = command.output().map_err(|source| SecilcError::Spawn {
+        path: invocation.secilc.to_owned(),
+        source,
+    })?;
     let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
     text.push_str(&String::from_utf8_lossy(&output.stderr));
-    Ok(Outcome { success: output.status.success(), output: text })
+    Ok(Outcome {
+        success: output.status.success(),
+        output: text,
+    })
 }
 
 /// One neverallow secilc reported as violated.
@@ -139,7 +154,10 @@ pub fn violated_protections(output: &str) -> Vec<BrokenNeverallow> {
     violated_neverallows(output)
         .into_iter()
         .filter(|broken| broken.subject.strip_suffix("_denied") == Some(broken.target.as_str()))
-        .map(|broken| BrokenNeverallow { type_name: broken.target, offending: broken.offending })
+        .map(|broken| BrokenNeverallow {
+            type_name: broken.target,
+            offending: broken.offending,
+        })
         .collect()
 }
 
@@ -162,10 +180,16 @@ pub fn violated_neverallows(output: &str) -> Vec<FailedNeverallow> {
         if let Some(rest) = line.strip_prefix("(neverallow ") {
             let mut fields = rest.split_whitespace();
             if let (Some(subject), Some(target)) = (fields.next(), fields.next()) {
-                broken.push(FailedNeverallow { subject: subject.to_owned(), target: target.to_owned(), offending: Vec::new() });
+                broken.push(FailedNeverallow {
+                    subject: subject.to_owned(),
+                    target: target.to_owned(),
+                    offending: Vec::new(),
+                });
             }
         } else if let Some(location) = line.strip_prefix("allow at ") {
-            let rule = lines.next_if(|next| next.starts_with('(')).unwrap_or_default();
+            let rule = lines
+                .next_if(|next| next.starts_with('('))
+                .unwrap_or_default();
             if let Some(current) = broken.last_mut() {
                 current.offending.push(format!("{location}: {rule}"));
             }
@@ -185,7 +209,9 @@ mod tests {
             violated_protections(output),
             [BrokenNeverallow {
                 type_name: "etcd_var_t".into(),
-                offending: vec!["leaky.cil:1: (allow container_t etcd_var_t (file (read open)))".into()]
+                offending: vec![
+                    "leaky.cil:1: (allow container_t etcd_var_t (file (read open)))".into()
+                ]
             }]
         );
         assert!(violated_protections("(neverallow a b c)").is_empty());

@@ -91,7 +91,8 @@ pub trait LabelLookup: Sync {
     fn directory(&self, path: &[u8]) -> Self::Directory<'_>;
 
     /// The directory `name` inside `parent`.
-    fn subdirectory<'a>(&'a self, parent: &Self::Directory<'a>, name: &[u8]) -> Self::Directory<'a>;
+    fn subdirectory<'a>(&'a self, parent: &Self::Directory<'a>, name: &[u8])
+        -> Self::Directory<'a>;
 
     fn entry_label<'a>(
         &'a self,
@@ -112,7 +113,11 @@ impl LabelLookup for crate::fcontext::FileContexts {
         crate::fcontext::FileContexts::directory(self, path)
     }
 
-    fn subdirectory<'a>(&'a self, parent: &Self::Directory<'a>, name: &[u8]) -> Self::Directory<'a> {
+    fn subdirectory<'a>(
+        &'a self,
+        parent: &Self::Directory<'a>,
+        name: &[u8],
+    ) -> Self::Directory<'a> {
         parent.subdirectory(name)
     }
 

@@ -134,12 +134,10 @@ fn canonical_root(root: &Path) -> Result<Vec<u8>, RelabelError> {
             path: root.as_os_str().as_bytes().to_vec(),
         });
     }
-    let real = root
-        .canonicalize()
-        .map_err(|error| RelabelError::Operand {
-            path: root.as_os_str().as_bytes().to_vec(),
-            error,
-        })?;
+    let real = root.canonicalize().map_err(|error| RelabelError::Operand {
+        path: root.as_os_str().as_bytes().to_vec(),
+        error,
+    })?;
     if !real.is_dir() {
         return Err(RelabelError::Operand {
             path: root.as_os_str().as_bytes().to_vec(),
@@ -374,7 +372,13 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
                     let key = self.lookup_path(&path);
                     let expected = self.labels.expected_label(key, FileKind::Dir);
                     let labels = self.labels.directory(key);
-                    let entered = Entered { fd, path, device: None, expected, labels };
+                    let entered = Entered {
+                        fd,
+                        path,
+                        device: None,
+                        expected,
+                        labels,
+                    };
                     self.enter_dir(scope, entered, &mut tally);
                 }
                 Err(errno) => self.fail(&path, Operation::Open, errno, &mut tally),
@@ -460,7 +464,13 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
         entered: Entered<'a, L>,
         tally: &mut Tally,
     ) {
-        let Entered { fd, path, device, expected, labels } = entered;
+        let Entered {
+            fd,
+            path,
+            device,
+            expected,
+            labels,
+        } = entered;
         let stat = match rfs::fstat(&fd) {
             Ok(stat) => stat,
             Err(errno) => return self.fail(&path, Operation::Stat, errno, tally),
@@ -741,7 +751,6 @@ struct Entered<'a, L: LabelLookup + ?Sized + 'a> {
     expected: Option<&'a str>,
     labels: L::Directory<'a>,
 }
-
 
 fn file_kind(file_type: FileType) -> FileKind {
     match file_type {

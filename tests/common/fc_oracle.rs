@@ -390,7 +390,10 @@ impl KeyTree {
         let mut root = KeyTree::default();
         for key in keys.iter().filter(|key| key.starts_with(b"/")) {
             let mut node = &mut root;
-            for name in key.split(|&byte| byte == b'/').filter(|name| !name.is_empty()) {
+            for name in key
+                .split(|&byte| byte == b'/')
+                .filter(|name| !name.is_empty())
+            {
                 node = node.children.entry(name.to_vec()).or_default();
             }
         }
@@ -414,7 +417,11 @@ impl KeyTree {
         for name in self.children.keys() {
             visit(directory, key, name, &entry_key(key, name));
         }
-        for (name, child) in self.children.iter().filter(|(_, child)| !child.children.is_empty()) {
+        for (name, child) in self
+            .children
+            .iter()
+            .filter(|(_, child)| !child.children.is_empty())
+        {
             child.walk(&directory.subdirectory(name), &entry_key(key, name), visit);
         }
     }
@@ -423,7 +430,10 @@ impl KeyTree {
 /// Panics unless [`directory_mismatches`] finds none.
 pub fn assert_directory_lookups_agree(contexts: &FileContexts, keys: &[Vec<u8>], origin: &str) {
     let (compared, mismatched, examples) = directory_mismatches(contexts, keys, 20);
-    assert!(compared > 0 || keys.iter().all(|key| !key.starts_with(b"/")), "nothing compared");
+    assert!(
+        compared > 0 || keys.iter().all(|key| !key.starts_with(b"/")),
+        "nothing compared"
+    );
     if mismatched > 0 {
         panic!(
             "{mismatched} of {compared} directory lookups differ from plain lookups on {origin}:\n{}",

@@ -57,7 +57,9 @@ impl Vocabulary {
         let mut components = Vec::new();
         for text in fc_texts {
             for line in text.lines() {
-                let Some(spec) = line.split_whitespace().next() else { continue };
+                let Some(spec) = line.split_whitespace().next() else {
+                    continue;
+                };
                 if spec.starts_with('#') {
                     continue;
                 }
@@ -81,9 +83,26 @@ impl Vocabulary {
             }
         }
         for extra in [
-            "containerd", "kubelet", "pods", "etcd", "log", "lib", "run", "tmp", "cache", "data",
-            "snapshots", "overlayfs", "io.containerd.snapshotter.v1.overlayfs", "volumes",
-            "kubernetes.io~empty-dir", "secrets", "config.json", "rootfs", "fs", "work",
+            "containerd",
+            "kubelet",
+            "pods",
+            "etcd",
+            "log",
+            "lib",
+            "run",
+            "tmp",
+            "cache",
+            "data",
+            "snapshots",
+            "overlayfs",
+            "io.containerd.snapshotter.v1.overlayfs",
+            "volumes",
+            "kubernetes.io~empty-dir",
+            "secrets",
+            "config.json",
+            "rootfs",
+            "fs",
+            "work",
         ] {
             components.push(extra.as_bytes().to_vec());
         }
@@ -104,8 +123,9 @@ impl Vocabulary {
         }
         // Half the time, complete a partial component (`/usr/lib/libfoo` → `.so.1`).
         if rng.chance(30) && path.last() != Some(&b'/') {
-            const ENDINGS: [&[u8]; 10] =
-                [b".so", b".so.1", b".conf", b"-1.2", b".d", b"d", b"s", b".log", b"~", b".pid"];
+            const ENDINGS: [&[u8]; 10] = [
+                b".so", b".so.1", b".conf", b"-1.2", b".d", b"d", b"s", b".log", b"~", b".pid",
+            ];
             let ending = rng.pick(&ENDINGS);
             path.extend_from_slice(ending);
         }
@@ -137,7 +157,13 @@ impl Vocabulary {
     /// `count` keys: mostly real-looking, about a third hostile.
     pub fn keys(&self, rng: &mut Rng, count: usize) -> Vec<Vec<u8>> {
         (0..count)
-            .map(|_| if rng.chance(35) { self.hostile(rng) } else { self.real_looking(rng) })
+            .map(|_| {
+                if rng.chance(35) {
+                    self.hostile(rng)
+                } else {
+                    self.real_looking(rng)
+                }
+            })
             .collect()
     }
 }
@@ -158,7 +184,9 @@ fn mutate(rng: &mut Rng, path: &mut Vec<u8>) {
         2 => path.splice(at..at, b"/./".iter().copied()).for_each(drop),
         3 => path.splice(at..at, b"/../".iter().copied()).for_each(drop),
         4 => {
-            let bytes: Vec<u8> = (0..1 + rng.below(4)).map(|_| 0x80 + rng.below(128) as u8).collect();
+            let bytes: Vec<u8> = (0..1 + rng.below(4))
+                .map(|_| 0x80 + rng.below(128) as u8)
+                .collect();
             path.splice(at..at, bytes).for_each(drop);
         }
         5 => path.push(b'\n'),
