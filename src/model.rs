@@ -95,6 +95,23 @@ pub struct Access {
 }
 
 impl Access {
+    /// The level names a manifest may write, weakest first.
+    pub const LEVELS: [&'static str; 5] = ["search", "read", "append", "write", "exec"];
+
+    /// One level by its manifest name.
+    pub fn level(name: &str) -> Option<Access> {
+        let mut access = Access::default();
+        match name {
+            "search" => access.search = true,
+            "read" => access.read = true,
+            "append" => access.append = true,
+            "write" => access.write = true,
+            "exec" => access.exec = true,
+            _ => return None,
+        }
+        Some(access)
+    }
+
     pub const SEARCH: Access = Access {
         search: true,
         read: false,
@@ -163,12 +180,19 @@ pub enum Lifecycle {
 }
 
 impl Lifecycle {
+    /// Every lifecycle by its manifest name; the default first.
+    pub const ALL: [(&'static str, Lifecycle); 3] = [
+        ("persistent", Lifecycle::Persistent),
+        ("ephemeral", Lifecycle::Ephemeral),
+        ("cache", Lifecycle::Cache),
+    ];
+
     pub fn as_str(&self) -> &'static str {
-        match self {
-            Lifecycle::Persistent => "persistent",
-            Lifecycle::Ephemeral => "ephemeral",
-            Lifecycle::Cache => "cache",
-        }
+        Self::ALL
+            .iter()
+            .find(|(_, l)| l == self)
+            .map(|(n, _)| *n)
+            .unwrap_or("persistent")
     }
 }
 

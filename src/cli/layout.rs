@@ -1,4 +1,4 @@
-//! `semanifest layout`: show and validate layout manifests.
+//! `semanifest layout`: show, validate and describe layout manifests.
 
 use std::path::PathBuf;
 
@@ -17,12 +17,33 @@ pub enum Command {
         /// The manifest to validate.
         layout: PathBuf,
     },
+    /// Print the JSON Schema (draft 2020-12) of layout manifests.
+    ///
+    /// Generated from the types the parser reads, with descriptions and
+    /// enums, for editors: save it next to your manifests and start each
+    /// manifest with a yaml-language-server modeline,
+    ///
+    ///   semanifest layout schema > layout.schema.json
+    ///
+    ///   # yaml-language-server: $schema=./layout.schema.json
+    ///
+    /// The schema checks each value's shape and syntax; rules across
+    /// entries (unknown domain keys, protected paths granted to workloads,
+    /// duplicate paths) are checked by `semanifest layout validate` only.
+    Schema,
 }
 
 pub fn run(command: Command) -> Result<u8> {
     match command {
         Command::Show => {
-            print!("{}", semanifest::manifest::DEFAULT_LAYOUT);
+            super::print_stdout(semanifest::manifest::DEFAULT_LAYOUT.as_bytes())?;
+            Ok(super::EXIT_OK)
+        }
+        Command::Schema => {
+            let schema = semanifest::manifest::schema::layout_schema();
+            super::print_stdout(
+                format!("{}\n", serde_json::to_string_pretty(&schema)?).as_bytes(),
+            )?;
             Ok(super::EXIT_OK)
         }
         Command::Validate { layout } => match super::load_layout(Some(&layout)) {

@@ -5,8 +5,10 @@ mod build;
 mod build_module;
 mod check;
 mod check_store;
+mod completions;
 mod layout;
 mod lookup;
+mod man;
 mod relabel;
 
 use std::process::ExitCode;
@@ -25,6 +27,7 @@ Examples:
   semanifest build --out out/                 compile the embedded default layout
   semanifest build --layout node.yaml --out out/ --install-root /sysroot
   semanifest layout show > node.yaml          start a layout from the default
+  semanifest man relabel | man -l -           the manual page of a command
 
 Exit codes: 0 success, 1 findings or objects that could not be labelled,
 2 usage errors or bad input.";
@@ -33,7 +36,7 @@ Exit codes: 0 success, 1 findings or objects that could not be labelled,
 /// relabel trees fast, and check layouts, policy and workloads in CI.
 #[derive(Parser)]
 #[command(name = "semanifest", version, after_help = AFTER_HELP)]
-struct Cli {
+pub struct Cli {
     /// More logging on stderr (once: info, twice: debug); RUST_LOG overrides.
     #[arg(long, global = true, action = clap::ArgAction::Count)]
     verbose_log: u8,
@@ -45,9 +48,18 @@ struct Cli {
 enum Command {
     Build(build::Args),
     Check(check::Args),
+    Completions(completions::Args),
+    /// Print, validate and describe layout manifests.
+    ///
+    /// A layout manifest (YAML, `kind: Layout`) says which directory of
+    /// /var belongs to which process domain. Start from the default with
+    /// `semanifest layout show > node.yaml`, check edits with
+    /// `semanifest layout validate node.yaml`, and let an editor complete
+    /// and check them with `semanifest layout schema`.
     #[command(subcommand)]
     Layout(layout::Command),
     Lookup(lookup::LookupArgs),
+    Man(man::Args),
     Relabel(relabel::RelabelArgs),
 }
 
@@ -57,7 +69,9 @@ pub fn run() -> ExitCode {
     let result = match cli.command {
         Command::Build(args) => build::run(args),
         Command::Check(args) => check::run(args),
+        Command::Completions(args) => completions::run(args),
         Command::Layout(command) => layout::run(command),
+        Command::Man(args) => man::run(args),
         Command::Lookup(args) => return lookup::main(args),
         Command::Relabel(args) => return relabel::run(args),
     };
@@ -82,6 +96,44 @@ fn init_tracing(verbosity: u8) {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .try_init();
+}
+
+/// Writes `bytes` to standard output; a closed pipe (`| head`) is not an
+/// error.
+pub fn print_stdout(bytes: &[u8]) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => Err(error.into()),
+        _ => Ok(()),
+    }
+}
+
+/// Writes `bytes` to `path` (mode 0644) through a temporary sibling and a
+/// rename, creating the parent directories: for `--install-root` trees.
+pub fn install_file(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
+    use anyhow::Context;
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let parent = path.parent().context("an install path has a parent")?;
+    std::fs::create_dir_all(parent)
+        .with_context(|| format!("{}: cannot create", parent.display()))?;
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".semanifest-tmp");
+    let tmp = path.with_file_name(name);
+    let write = || -> std::io::Result<()> {
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+            .mode(0o644)
+            .open(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, path)
+    };
+    write().with_context(|| format!("{}: cannot write", path.display()))
 }
 
 /// Loads `--layout FILE`, or the embedded default layout without one.

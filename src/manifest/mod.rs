@@ -8,6 +8,7 @@
 //! DESIGN §2 (all reported together).
 
 mod raw;
+pub mod schema;
 mod validate;
 
 use std::collections::BTreeSet;

@@ -1,85 +1,157 @@
 //! The manifest exactly as written: serde types that mirror the YAML, with a
 //! position on every value a rule may point at. No semantics here beyond
 //! "this field exists and has this shape"; `validate` does the rest.
+//!
+//! The same types derive the JSON Schema (`semanifest layout schema`): field
+//! names, required fields and unknown-field refusal come from the serde
+//! attributes, descriptions from the doc comments below, and value syntax
+//! (patterns, enums) from `schema`, whose patterns are tested to agree with
+//! `validate`.
 
 use std::fmt;
 
+use schemars::JsonSchema;
 use serde::de::{self, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_saphyr::Spanned;
 
-#[derive(Debug, Deserialize)]
+use super::schema;
+
+/// A semanifest layout manifest: which directory of a node's /var belongs
+/// to whom, compiled into SELinux policy and file contexts.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[schemars(title = "semanifest layout manifest")]
 pub struct RawLayout {
+    /// The manifest format version.
+    #[schemars(schema_with = "schema::api_version")]
     pub api_version: Spanned<String>,
+    /// Always `Layout`.
+    #[schemars(schema_with = "schema::kind")]
     pub kind: Spanned<String>,
     pub metadata: RawMetadata,
     pub spec: RawSpec,
 }
 
-#[derive(Debug, Deserialize)]
+/// What the layout is called.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawMetadata {
+    /// The layout's name, a DNS label (`structured-var`); the CIL module is
+    /// named after it with `-` replaced by `_`.
+    #[schemars(schema_with = "schema::layout_name")]
     pub name: Spanned<String>,
+    /// Free text, carried into the module's header comment.
     #[serde(default)]
+    #[schemars(schema_with = "schema::text")]
     pub description: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+/// The domains and the paths of the layout.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawSpec {
+    /// The process domains the layout speaks of, by key (`etcd`, `pods`);
+    /// `access` and `transitions` refer to these keys.
+    #[schemars(schema_with = "schema::domains")]
     pub domains: Spanned<Entries<RawDomain>>,
+    /// The paths of the layout; each rule covers its subtree except deeper
+    /// paths the manifest names.
     pub paths: Vec<RawPath>,
 }
 
-#[derive(Debug, Deserialize)]
+/// A process domain.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawDomain {
+    /// The domain's SELinux process type (`etcd_t`); declared by the module
+    /// unless the base policy has it.
     #[serde(rename = "type")]
+    #[schemars(schema_with = "schema::type_name")]
     pub type_name: Spanned<String>,
+    /// MCS-separated hostPath pods: never trusted, never granted a protected
+    /// path, never able to transition into a domain that is.
     #[serde(default)]
+    #[schemars(schema_with = "schema::flag")]
     pub workload: Option<Spanned<bool>>,
+    /// May touch everything (relabel, backup): left out of every neverallow.
     #[serde(default)]
+    #[schemars(schema_with = "schema::flag")]
     pub trusted: Option<Spanned<bool>>,
-    /// Domains this one may start (process transition).
+    /// Domains this one may start (process transition), by key.
     #[serde(default)]
+    #[schemars(schema_with = "schema::domain_keys")]
     pub transitions: Vec<Spanned<String>>,
 }
 
-#[derive(Debug, Deserialize)]
+/// One path and the rule for its subtree.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RawPath {
+    /// Absolute, normalised path (`/var/lib/etcd`): printable ASCII without
+    /// spaces or quotes, no `.` or `..` components, no trailing `/`.
+    #[schemars(schema_with = "schema::path")]
     pub path: Spanned<String>,
+    /// The file type that labels the subtree (`etcd_var_t`).
     #[serde(rename = "type")]
+    #[schemars(schema_with = "schema::type_name")]
     pub type_name: Spanned<String>,
+    /// The type is the base policy's own and is used on purpose.
     #[serde(default)]
+    #[schemars(schema_with = "schema::flag")]
     pub base_type: Option<Spanned<bool>>,
+    /// Free text, carried into the module as a comment.
     #[serde(default)]
+    #[schemars(schema_with = "schema::text")]
     pub description: Option<String>,
+    /// Octal mode as a quoted string (`"0750"`).
     #[serde(default)]
+    #[schemars(schema_with = "schema::mode")]
     pub mode: Option<Spanned<String>>,
+    /// A user name (`etcd`) or numeric `uid:gid` (`1000:1000`).
     #[serde(default)]
+    #[schemars(schema_with = "schema::owner")]
     pub owner: Option<Spanned<String>>,
+    /// What each domain (by key) may do here: one level or a list of them.
+    /// `write` includes `read` and `append`, which include `search`; `exec`
+    /// combines with any of them.
     #[serde(default)]
+    #[schemars(schema_with = "schema::access")]
     pub access: Option<Spanned<Entries<Spanned<Levels>>>>,
+    /// Nobody but the domains granted here, ever: compiled to a neverallow
+    /// that secilc proves over the whole policy.
     #[serde(default)]
+    #[schemars(schema_with = "schema::flag")]
     pub protected: Option<Spanned<bool>>,
+    /// A root that Kubernetes hostPath volumes may use.
     #[serde(default)]
+    #[schemars(schema_with = "schema::flag")]
     pub host_path: Option<Spanned<bool>>,
+    /// Its content may be deleted by node cleanup.
     #[serde(default)]
+    #[schemars(schema_with = "schema::flag")]
     pub removable: Option<Spanned<bool>>,
+    /// How long the content lives: `persistent` (default), `ephemeral`
+    /// (lost at boot) or `cache` (may be dropped at any time).
     #[serde(default)]
+    #[schemars(schema_with = "schema::lifecycle")]
     pub lifecycle: Option<Spanned<String>>,
+    /// How the path is mounted.
     #[serde(default)]
     pub mount: Option<RawMount>,
 }
 
-#[derive(Debug, Deserialize)]
+/// Mount options of a path.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawMount {
+    /// Mount propagation of the path's mount point.
     #[serde(default)]
+    #[schemars(schema_with = "schema::propagation")]
     pub propagation: Option<Spanned<String>>,
+    /// A tmpfs is mounted here at boot (declare `lifecycle: ephemeral`).
     #[serde(default)]
+    #[schemars(schema_with = "schema::flag")]
     pub tmpfs: Option<Spanned<bool>>,
 }
 

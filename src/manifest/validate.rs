@@ -252,13 +252,9 @@ fn check_path(
     let declared_base = flag(&raw.base_type);
     let in_base = checker.base.types.contains(&type_name.value);
     if in_base && !declared_base && !checker.base.adopt_existing {
-        checker
-            .error(
-                "base-type",
-                pos(type_name),
-                format!("`{}` is a type of the base policy", type_name.value),
-            )
-            .help("pick a new type for this path, or add `baseType: true` to label it with the base policy's type on purpose");
+        checker.error("base-type", pos(type_name), format!("`{}` is a type of the base policy", type_name.value)).help(
+            "pick a new type for this path, or add `baseType: true` to label it with the base policy's type on purpose",
+        );
     } else if declared_base && !in_base {
         let at = raw
             .base_type
@@ -288,16 +284,13 @@ fn check_path(
     }
 
     let mode = raw.mode.as_ref().and_then(|mode| {
-        let text = mode.value.as_str();
-        let valid =
-            (3..=4).contains(&text.len()) && text.bytes().all(|b| (b'0'..=b'7').contains(&b));
-        if !valid {
+        let parsed = parse_mode(&mode.value);
+        if parsed.is_none() {
             checker
-                .error("mode", pos(mode), format!("invalid mode `{text}`"))
+                .error("mode", pos(mode), format!("invalid mode `{}`", mode.value))
                 .help("write the octal mode as a quoted string, e.g. mode: \"0750\"");
-            return None;
         }
-        u32::from_str_radix(text, 8).ok()
+        parsed
     });
     let owner = raw.owner.as_ref().and_then(|owner| {
         let parsed = parse_owner(&owner.value);
@@ -338,16 +331,14 @@ fn check_path(
 
     let lifecycle = match raw.lifecycle.as_ref() {
         None => Lifecycle::Persistent,
-        Some(value) => match value.value.as_str() {
-            "persistent" => Lifecycle::Persistent,
-            "ephemeral" => Lifecycle::Ephemeral,
-            "cache" => Lifecycle::Cache,
-            other => {
+        Some(value) => match Lifecycle::ALL.iter().find(|(name, _)| *name == value.value) {
+            Some((_, lifecycle)) => *lifecycle,
+            None => {
                 checker
                     .error(
                         "lifecycle",
                         pos(value),
-                        format!("unknown lifecycle `{other}`"),
+                        format!("unknown lifecycle `{}`", value.value),
                     )
                     .help("one of: persistent (default), ephemeral, cache");
                 Lifecycle::Persistent
@@ -498,15 +489,23 @@ pub fn normalise(path: &str) -> Option<String> {
     Some(out)
 }
 
-fn check_type_name(name: &Spanned<String>, checker: &mut Checker<'_>) {
-    let text = &name.value;
-    let valid = text.len() > 2
+fn parse_mode(text: &str) -> Option<u32> {
+    let valid = (3..=4).contains(&text.len()) && text.bytes().all(|b| (b'0'..=b'7').contains(&b));
+    valid.then(|| u32::from_str_radix(text, 8).ok()).flatten()
+}
+
+fn is_type_name(text: &str) -> bool {
+    text.len() > 2
         && text.ends_with("_t")
         && text.starts_with(|c: char| c.is_ascii_lowercase())
         && text
             .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
-    if !valid {
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+}
+
+fn check_type_name(name: &Spanned<String>, checker: &mut Checker<'_>) {
+    let text = &name.value;
+    if !is_type_name(text) {
         checker
             .error(
                 "type-name",
@@ -528,15 +527,16 @@ fn parse_levels(levels: &Spanned<super::raw::Levels>, checker: &mut Checker<'_>)
     }
     let mut ok = true;
     for level in &levels.value.0 {
-        match level.as_str() {
-            "search" => access.search = true,
-            "read" => access.read = true,
-            "append" => access.append = true,
-            "write" => access.write = true,
-            "exec" => access.exec = true,
-            other => {
+        match Access::level(level) {
+            Some(one) => access = access.union(one),
+            None => {
+                let other = level.as_str();
                 checker
-                    .error("access-level", Pos { width: other.len() as u32, ..at }, format!("unknown access level `{other}`"))
+                    .error(
+                        "access-level",
+                        Pos { width: other.len() as u32, ..at },
+                        format!("unknown access level `{other}`"),
+                    )
                     .help("levels: search, read, append, write (write ⊃ read ⊃ search), plus exec, e.g. [read, exec]");
                 ok = false;
             }
@@ -624,10 +624,7 @@ fn check_protection(paths: &[PathRule], domains: &[Domain], checker: &mut Checke
                     .error(
                         "protected-workload",
                         at,
-                        format!(
-                            "protected path `{}` grants access to workload domain `{}`",
-                            rule.path, domain.key
-                        ),
+                        format!("protected path `{}` grants access to workload domain `{}`", rule.path, domain.key),
                     )
                     .help("hostPath pods must never reach protected data; remove the grant or the protection");
             }
@@ -731,7 +728,110 @@ fn check_unused_domains(paths: &[PathRule], domains: &[Domain], checker: &mut Ch
 
 #[cfg(test)]
 mod tests {
-    use super::normalise;
+    use super::*;
+    use crate::manifest::schema;
+    use proptest::prelude::*;
+
+    /// `check_path_text` alone: true when it reports nothing.
+    fn path_ok(path: &str) -> bool {
+        let base = BaseFacts::default();
+        let mut checker = Checker {
+            base: &base,
+            diagnostics: Vec::new(),
+        };
+        check_path_text(path, Pos::default(), &mut checker) && checker.diagnostics.is_empty()
+    }
+
+    fn matches(pattern: &str, text: &str) -> bool {
+        regex::Regex::new(pattern)
+            .expect("schema pattern compiles")
+            .is_match(text)
+    }
+
+    /// The schema's patterns accept exactly what the rules accept, on the
+    /// characters that matter to each (printable ASCII, controls, space,
+    /// quote, non-ASCII).
+    fn agree(pattern: &str, rule: impl Fn(&str) -> bool, text: &str) -> Result<(), TestCaseError> {
+        prop_assert_eq!(
+            matches(pattern, text),
+            rule(text),
+            "{:?} on {:?}",
+            pattern,
+            text
+        );
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4000))]
+        #[test]
+        fn schema_patterns_agree_with_the_rules(
+            path in "(/|//|\\.|\\.\\.|[a-z_.+-]|[ \"\t\u{7f}é\x21-\x7e]){0,8}",
+            name in "[a-z0-9_:+-]{0,6}(_t)?|[A-Z\\- é]{0,3}",
+            long in "[a-z][a-z0-9-]{60,64}",
+        ) {
+            agree(schema::PATH_PATTERN, path_ok, &path)?;
+            agree(schema::PATH_PATTERN, path_ok, &format!("/{path}"))?;
+            agree(schema::TYPE_NAME_PATTERN, is_type_name, &name)?;
+            agree(schema::DOMAIN_KEY_PATTERN, is_identifier, &name)?;
+            agree(schema::LAYOUT_NAME_PATTERN, is_dns_label, &name)?;
+            agree(schema::LAYOUT_NAME_PATTERN, is_dns_label, &long)?;
+            agree(schema::MODE_PATTERN, |t| parse_mode(t).is_some(), &name)?;
+            agree(schema::OWNER_PATTERN, |t| parse_owner(t).is_some(), &name)?;
+        }
+    }
+
+    #[test]
+    fn schema_patterns_agree_on_edge_cases() {
+        for path in [
+            "/var",
+            "/",
+            "/var/",
+            "/var//a",
+            "/var/./a",
+            "/var/../a",
+            "/var/.a",
+            "/var/..a",
+            "/var/...",
+            "/v\"a",
+            "/v a",
+            "var",
+            "/var/lib/node+tools/v1.2",
+        ] {
+            assert_eq!(
+                matches(schema::PATH_PATTERN, path),
+                path_ok(path),
+                "{path:?}"
+            );
+        }
+        for owner in [
+            "etcd",
+            "_x",
+            "1000:1000",
+            "+1:2",
+            "1:",
+            ":1",
+            "Etcd",
+            "a234567890123456789012345678901234",
+        ] {
+            assert_eq!(
+                matches(schema::OWNER_PATTERN, owner),
+                parse_owner(owner).is_some(),
+                "{owner:?}"
+            );
+        }
+        for mode in ["0750", "750", "75", "07500", "0758", "+750"] {
+            assert_eq!(
+                matches(schema::MODE_PATTERN, mode),
+                parse_mode(mode).is_some(),
+                "{mode:?}"
+            );
+        }
+        // Control: the same comparison catches a pattern that is too loose.
+        assert!(["etcd", "etcd_t"]
+            .iter()
+            .any(|t| matches("^[a-z_]+$", t) != is_type_name(t)));
+    }
 
     #[test]
     fn normalise_is_lexical() {
