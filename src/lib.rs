@@ -8,6 +8,7 @@
 
 pub mod check;
 pub mod diag;
+pub mod diff;
 pub mod fcontext;
 pub mod k8s;
 pub mod manifest;

@@ -12,11 +12,12 @@ use std::process::Command;
 use common::{run, semanifest, stderr, stdout, tool};
 
 /// Every command of the binary, as its page name.
-const PAGES: [&str; 11] = [
+const PAGES: [&str; 12] = [
     "semanifest",
     "semanifest-build",
     "semanifest-check",
     "semanifest-completions",
+    "semanifest-diff",
     "semanifest-layout",
     "semanifest-layout-schema",
     "semanifest-layout-show",

@@ -16,7 +16,7 @@ pub mod store;
 
 use std::path::PathBuf;
 
-use crate::k8s::{self, HostPathRules, LayoutPathRule, NormalPath, RootRule};
+use crate::k8s::{self, HostPathRules};
 use crate::manifest::Parsed;
 use report::{Finding, Location};
 
@@ -160,63 +160,10 @@ fn workload_and_label_phases(
 
 /// A manifest position as a report location in `file` (named as given).
 pub fn location_at(file: &str, pos: crate::diag::Pos) -> Option<Location> {
-    pos.is_known().then(|| Location {
-        file: file.to_owned(),
-        line: pos.line,
-        column: pos.column,
-        end_column: (pos.width > 0).then(|| pos.column + pos.width),
-    })
+    Location::at(file, pos)
 }
 
 /// What the layout says about hostPath volumes, for the Kubernetes audit.
 pub fn host_path_rules(parsed: &Parsed) -> HostPathRules {
-    let layout = &parsed.layout;
-    let declared = |pos| location_at(&parsed.source.name, pos);
-    let normal = |path: &str| NormalPath::parse(path).ok();
-    let workloads: Vec<usize> = layout.workload_domains().map(|(i, _)| i).collect();
-    let workload_access = |rule: &crate::model::PathRule| {
-        workloads
-            .iter()
-            .filter_map(|i| rule.access.get(i))
-            .fold(crate::model::Access::default(), |a, b| a.union(*b))
-    };
-    HostPathRules {
-        roots: layout
-            .host_path_roots()
-            .filter_map(|rule| {
-                Some(RootRule {
-                    path: normal(&rule.path)?,
-                    workload_writable: workload_access(rule).modifies(),
-                    declared_at: declared(rule.pos),
-                })
-            })
-            .collect(),
-        protected: layout
-            .protected()
-            .filter_map(|rule| {
-                Some(LayoutPathRule {
-                    path: normal(&rule.path)?,
-                    declared_at: declared(rule.protected_pos.unwrap_or(rule.pos)),
-                })
-            })
-            .collect(),
-        workload_types: layout
-            .workload_domains()
-            .map(|(_, d)| d.type_name.clone())
-            .collect(),
-        read_only: layout
-            .paths
-            .iter()
-            .filter(|rule| {
-                let access = workload_access(rule);
-                access.read && !access.modifies()
-            })
-            .filter_map(|rule| {
-                Some(LayoutPathRule {
-                    path: normal(&rule.path)?,
-                    declared_at: declared(rule.pos),
-                })
-            })
-            .collect(),
-    }
+    HostPathRules::of(parsed)
 }

@@ -75,6 +75,18 @@ pub struct Location {
     pub end_column: Option<u32>,
 }
 
+impl Location {
+    /// A manifest position as a location in `file` (named as given).
+    pub fn at(file: &str, pos: crate::diag::Pos) -> Option<Location> {
+        pos.is_known().then(|| Location {
+            file: file.to_owned(),
+            line: pos.line,
+            column: pos.column,
+            end_column: (pos.width > 0).then(|| pos.column + pos.width),
+        })
+    }
+}
+
 impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}:{}:{}", self.file, self.line, self.column)

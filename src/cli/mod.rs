@@ -6,6 +6,7 @@ mod build_module;
 mod check;
 mod check_store;
 mod completions;
+mod diff;
 mod layout;
 mod lookup;
 mod man;
@@ -49,6 +50,7 @@ enum Command {
     Build(build::Args),
     Check(check::Args),
     Completions(completions::Args),
+    Diff(diff::Args),
     /// Print, validate and describe layout manifests.
     ///
     /// A layout manifest (YAML, `kind: Layout`) says which directory of
@@ -70,6 +72,7 @@ pub fn run() -> ExitCode {
         Command::Build(args) => build::run(args),
         Command::Check(args) => check::run(args),
         Command::Completions(args) => completions::run(args),
+        Command::Diff(args) => diff::run(args),
         Command::Layout(command) => layout::run(command),
         Command::Man(args) => man::run(args),
         Command::Lookup(args) => return lookup::main(args),

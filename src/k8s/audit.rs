@@ -43,6 +43,61 @@ pub struct HostPathRules {
     pub read_only: Vec<LayoutPathRule>,
 }
 
+impl HostPathRules {
+    /// What a layout says about hostPath volumes.
+    pub fn of(parsed: &crate::manifest::Parsed) -> HostPathRules {
+        let layout = &parsed.layout;
+        let declared = |pos| Location::at(&parsed.source.name, pos);
+        let normal = |path: &str| NormalPath::parse(path).ok();
+        let workloads: Vec<usize> = layout.workload_domains().map(|(i, _)| i).collect();
+        let workload_access = |rule: &crate::model::PathRule| {
+            workloads
+                .iter()
+                .filter_map(|i| rule.access.get(i))
+                .fold(crate::model::Access::default(), |a, b| a.union(*b))
+        };
+        HostPathRules {
+            roots: layout
+                .host_path_roots()
+                .filter_map(|rule| {
+                    Some(RootRule {
+                        path: normal(&rule.path)?,
+                        workload_writable: workload_access(rule).modifies(),
+                        declared_at: declared(rule.pos),
+                    })
+                })
+                .collect(),
+            protected: layout
+                .protected()
+                .filter_map(|rule| {
+                    Some(LayoutPathRule {
+                        path: normal(&rule.path)?,
+                        declared_at: declared(rule.protected_pos.unwrap_or(rule.pos)),
+                    })
+                })
+                .collect(),
+            workload_types: layout
+                .workload_domains()
+                .map(|(_, d)| d.type_name.clone())
+                .collect(),
+            read_only: layout
+                .paths
+                .iter()
+                .filter(|rule| {
+                    let access = workload_access(rule);
+                    access.read && !access.modifies()
+                })
+                .filter_map(|rule| {
+                    Some(LayoutPathRule {
+                        path: normal(&rule.path)?,
+                        declared_at: declared(rule.pos),
+                    })
+                })
+                .collect(),
+        }
+    }
+}
+
 pub static RULE_INVALID_PATH: Rule = Rule {
     id: "k8s-hostpath-invalid",
     name: "HostPathInvalid",
