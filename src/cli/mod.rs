@@ -28,6 +28,7 @@ Examples:
   semanifest build --out out/                 compile the embedded default layout
   semanifest build --layout node.yaml --out out/ --install-root /sysroot
   semanifest layout show > node.yaml          start a layout from the default
+  semanifest diff git:main:node.yaml node.yaml what a layout change means
   semanifest man relabel | man -l -           the manual page of a command
 
 Exit codes: 0 success, 1 findings or objects that could not be labelled,
