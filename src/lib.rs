@@ -10,6 +10,7 @@ pub mod check;
 pub mod diag;
 pub mod diff;
 pub mod fcontext;
+pub mod fsroot;
 pub mod k8s;
 pub mod manifest;
 pub mod model;

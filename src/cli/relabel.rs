@@ -47,7 +47,12 @@ pub struct RelabelArgs {
     layout: Option<PathBuf>,
 
     /// The tree is an image mounted at DIR: strip DIR from each path before
-    /// the lookup, as `setfiles -r` does. Every PATH must be inside DIR.
+    /// the lookup, as `setfiles -r` does. DIR is opened once; every PATH
+    /// (and --exclude) must be inside it and is resolved from it without
+    /// following symlinks: a PATH through a symlink is an error (exit 2),
+    /// so nobody who controls a directory in the image can redirect the
+    /// labels outside it. Without --root, PATHs are resolved from / the
+    /// same way.
     #[arg(long, value_name = "DIR")]
     root: Option<PathBuf>,
 
@@ -85,7 +90,8 @@ pub struct RelabelArgs {
     #[arg(long)]
     cross_mounts: bool,
 
-    /// Files or directories to relabel, recursively.
+    /// Files or directories to relabel, recursively. A PATH that is itself
+    /// a symlink labels the link.
     #[arg(required = true, value_name = "PATH")]
     paths: Vec<PathBuf>,
 }

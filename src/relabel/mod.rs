@@ -5,18 +5,24 @@
 //! trailing NUL, like libselinux) only when it differs.
 //!
 //! # Invariants
-//! - **Never follows a symlink.** Every object is reached with `openat`
-//!   relative to its already-open parent directory, using a single name
-//!   component from `getdents` and `O_NOFOLLOW`; no absolute path is ever
-//!   resolved during the walk, so trees deeper than `PATH_MAX` work.
-//! - **Labels the object that was examined.** The stat, the lookup's file
-//!   kind and the xattr calls all go through one file descriptor: a real fd
-//!   for directories and regular files, an `O_PATH` fd for everything else.
-//!   Symlinks, devices, FIFOs and sockets cannot be opened for I/O (or must
-//!   not be: opening a device or FIFO has side effects) and `fgetxattr`
-//!   refuses `O_PATH` fds, so their xattrs are read and written through
-//!   `/proc/self/fd/N` of the `O_PATH` fd. That magic link resolves to the
-//!   object itself, never to a symlink's target. (`l*xattr` on
+//! - **Never follows a symlink, never leaves the root.** The root (the
+//!   alternate root, or `/`) is opened once by [`crate::fsroot`]; each
+//!   operand is resolved from its fd with `openat2(RESOLVE_BENEATH |
+//!   RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)` (an operand whose path
+//!   crosses a symlink is an error, unless it is the symlink being
+//!   labelled), and the walk uses only the fds obtained from there. Every
+//!   object below is reached with `openat` of a single name from
+//!   `getdents` relative to its already-open parent, `O_PATH | O_NOFOLLOW`;
+//!   no absolute path is ever resolved during the walk, so trees deeper
+//!   than `PATH_MAX` work and no rename or exchange of an ancestor can
+//!   redirect it. Messages name objects by the path they were resolved at.
+//! - **Labels the object that was examined, and opens no FIFO or device.**
+//!   The `statx`, the lookup's file kind and the xattr calls all go through
+//!   the one `O_PATH` fd. Only directories are reopened for reading (through
+//!   `/proc/self/fd/N`, the same inode, for `getdents`); every other object's
+//!   xattrs are read and written through `/proc/self/fd/N` of its `O_PATH`
+//!   fd, because `f*xattr` refuses `O_PATH` fds. That magic link resolves to
+//!   the object itself, never to a symlink's target. (`l*xattr` on
 //!   `/proc/self/fd/DIR/NAME` would also be safe from symlinks but resolves
 //!   NAME again at each call, so a rename between the stat and the write
 //!   could label another object.) Like setfiles, this needs `/proc`.
@@ -51,7 +57,6 @@
 //! - Paths longer than `PATH_MAX` are labelled (setfiles 3.4 silently skips
 //!   them and still exits 0).
 
-mod escape;
 mod hardlinks;
 mod label;
 mod walk;
@@ -63,7 +68,7 @@ use std::sync::{Mutex, PoisonError};
 
 use serde::Serialize;
 
-pub use escape::EscapedPath;
+pub use crate::fsroot::EscapedPath;
 pub use walk::relabel;
 
 use crate::fcontext::FileKind;
@@ -161,7 +166,9 @@ pub enum MountPolicy {
     CrossMounts,
 }
 
-/// How to relabel. Paths are absolute; the walker canonicalises operands.
+/// How to relabel. Operands and excludes are resolved below the root (the
+/// alternate root, or `/`) by [`crate::fsroot`]: lexically, then without
+/// following any symlink.
 #[derive(Clone, Debug, Default)]
 pub struct RelabelOptions {
     pub write: WriteMode,
@@ -169,7 +176,8 @@ pub struct RelabelOptions {
     pub mounts: MountPolicy,
     /// Like `setfiles -r`: the tree is an image mounted at this directory;
     /// it is stripped from each path before the lookup (`ROOT` itself is
-    /// looked up as `/`). Every operand must be inside it.
+    /// looked up as `/`). It is opened once and every operand and exclude
+    /// must be inside it.
     pub alternate_root: Option<PathBuf>,
     /// Objects at or below these paths are neither labelled nor descended.
     pub excludes: Vec<PathBuf>,
@@ -368,16 +376,10 @@ impl Observer for Collector {
 pub enum RelabelError {
     #[error("no paths to relabel")]
     NoPaths,
-    /// The I/O error is part of the message, not a `source()`, so a
-    /// chain-printing caller does not say it twice.
-    #[error("{}: {error}", EscapedPath(.path))]
-    Operand { path: Vec<u8>, error: io::Error },
-    #[error("{} is not inside the alternate root {}", EscapedPath(.path), EscapedPath(.root))]
-    OutsideRoot { path: Vec<u8>, root: Vec<u8> },
-    #[error("{}: paths must be absolute", EscapedPath(.path))]
-    RelativePath { path: Vec<u8> },
-    #[error("/proc is not mounted; it is needed to label symlinks and special files")]
-    ProcUnavailable,
+    /// The root could not be opened, or an operand or exclude not resolved
+    /// below it.
+    #[error(transparent)]
+    Resolve(#[from] crate::fsroot::Error),
     #[error("cannot start worker threads: {0}")]
     Threads(#[from] rayon::ThreadPoolBuildError),
 }

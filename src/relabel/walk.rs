@@ -3,15 +3,13 @@
 
 use std::borrow::Cow;
 use std::ffi::{CStr, CString};
-use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags, RawDir, Stat, XattrFlags, CWD};
+use rustix::fs::{FileType, RawDir};
 use rustix::io::Errno;
 
 use super::hardlinks::{Claim, HardLinks};
@@ -21,6 +19,7 @@ use super::{
     RelabelError, RelabelOptions, Summary, WriteMode, XATTR_NAME,
 };
 use crate::fcontext::{entry_key, FileKind};
+use crate::fsroot::{is_at_or_below, Entry, Handle, Meta, Root};
 
 /// Bytes read per `getdents` call.
 const DIRENT_BUFFER: usize = 32 * 1024;
@@ -29,9 +28,10 @@ const INLINE_LABEL: usize = 256;
 
 /// Relabels every object at and below `paths` (see the module docs).
 ///
-/// Fails before touching anything if an operand is missing or outside the
-/// alternate root; later failures are per object and only counted in the
-/// returned [`Summary`] (and reported to `observer`).
+/// Fails before touching anything if the root cannot be opened or an
+/// operand is missing, outside the root or reached through a symlink;
+/// later failures are per object and only counted in the returned
+/// [`Summary`] (and reported to `observer`).
 pub fn relabel<L: LabelLookup + ?Sized>(
     labels: &L,
     paths: &[PathBuf],
@@ -42,22 +42,24 @@ pub fn relabel<L: LabelLookup + ?Sized>(
     if paths.is_empty() {
         return Err(RelabelError::NoPaths);
     }
-    if rfs::statat(CWD, "/proc/self/fd", AtFlags::empty()).is_err() {
-        return Err(RelabelError::ProcUnavailable);
-    }
-    let alternate_root = match &options.alternate_root {
-        Some(root) => Some(canonical_root(root)?),
-        None => None,
+    let root = match &options.alternate_root {
+        Some(root) => Root::open(root)?,
+        None => Root::open(Path::new("/"))?,
     };
+    // Excludes need not exist: they are compared as paths.
     let excludes = options
         .excludes
         .iter()
-        .map(|path| canonical_exclude(path))
-        .collect::<Result<Vec<_>, _>>()?;
+        .map(|path| Ok(root.display(&root.key(path)?)))
+        .collect::<Result<Vec<_>, RelabelError>>()?;
     let operands = paths
         .iter()
-        .map(|path| Operand::resolve(path, alternate_root.as_deref()))
-        .collect::<Result<Vec<_>, _>>()?;
+        .map(|path| {
+            let key = root.key(path)?;
+            let entry = root.resolve(&key)?;
+            Ok(Operand { key, entry })
+        })
+        .collect::<Result<Vec<_>, RelabelError>>()?;
 
     let mut pool = rayon::ThreadPoolBuilder::new().thread_name(|i| format!("relabel-{i}"));
     if let Some(jobs) = options.jobs {
@@ -68,7 +70,7 @@ pub fn relabel<L: LabelLookup + ?Sized>(
     let walker = Walker {
         labels,
         options,
-        alternate_root: alternate_root.unwrap_or_default(),
+        root,
         excludes,
         observer,
         hard_links: HardLinks::default(),
@@ -84,111 +86,20 @@ pub fn relabel<L: LabelLookup + ?Sized>(
     Ok(summary)
 }
 
-/// A validated command-line path: absolute, its parent canonical.
+/// A command-line path, resolved below the root: where the walk starts.
 struct Operand {
-    path: Vec<u8>,
-    stat: Stat,
-}
-
-impl Operand {
-    /// Canonicalises the parent directory and keeps the last component, so a
-    /// symlink operand is labelled itself (like setfiles), while the lookup
-    /// sees the real location.
-    fn resolve(path: &Path, alternate_root: Option<&[u8]>) -> Result<Self, RelabelError> {
-        let operand_error = |error: io::Error| RelabelError::Operand {
-            path: path.as_os_str().as_bytes().to_vec(),
-            error,
-        };
-        let absolute = if path.is_absolute() {
-            path.to_path_buf()
-        } else {
-            std::env::current_dir().map_err(operand_error)?.join(path)
-        };
-        let canonical = match (absolute.parent(), absolute.file_name()) {
-            (Some(parent), Some(name)) => {
-                let mut real = parent.canonicalize().map_err(operand_error)?;
-                real.push(name);
-                real
-            }
-            // `/`, or a path ending in `.` or `..`.
-            _ => absolute.canonicalize().map_err(operand_error)?,
-        };
-        let path = canonical.into_os_string().into_vec();
-        if let Some(root) = alternate_root {
-            if !is_at_or_below(&path, root) {
-                return Err(RelabelError::OutsideRoot {
-                    path,
-                    root: root.to_vec(),
-                });
-            }
-        }
-        let stat = rfs::statat(CWD, path.as_slice(), AtFlags::SYMLINK_NOFOLLOW)
-            .map_err(|errno| operand_error(errno.into()))?;
-        Ok(Self { path, stat })
-    }
-}
-
-fn canonical_root(root: &Path) -> Result<Vec<u8>, RelabelError> {
-    if !root.is_absolute() {
-        return Err(RelabelError::RelativePath {
-            path: root.as_os_str().as_bytes().to_vec(),
-        });
-    }
-    let real = root.canonicalize().map_err(|error| RelabelError::Operand {
-        path: root.as_os_str().as_bytes().to_vec(),
-        error,
-    })?;
-    if !real.is_dir() {
-        return Err(RelabelError::Operand {
-            path: root.as_os_str().as_bytes().to_vec(),
-            error: io::Error::from(io::ErrorKind::NotADirectory),
-        });
-    }
-    let real = real.into_os_string().into_vec();
-    // `/` as the alternate root strips nothing.
-    Ok(if real == b"/" { Vec::new() } else { real })
-}
-
-/// Excludes need not exist; when they do, symlinks in them are resolved so
-/// they compare equal to the walk's canonical paths.
-fn canonical_exclude(path: &Path) -> Result<Vec<u8>, RelabelError> {
-    if !path.is_absolute() {
-        return Err(RelabelError::RelativePath {
-            path: path.as_os_str().as_bytes().to_vec(),
-        });
-    }
-    if let Ok(real) = path.canonicalize() {
-        return Ok(real.into_os_string().into_vec());
-    }
-    let mut normal = Vec::new();
-    for component in path.as_os_str().as_bytes().split(|&b| b == b'/') {
-        if !component.is_empty() {
-            normal.push(b'/');
-            normal.extend_from_slice(component);
-        }
-    }
-    if normal.is_empty() {
-        normal.push(b'/');
-    }
-    Ok(normal)
-}
-
-/// `path` equals `ancestor` or lies below it (`ancestor` has no trailing `/`,
-/// except the root itself).
-fn is_at_or_below(path: &[u8], ancestor: &[u8]) -> bool {
-    if ancestor == b"/" {
-        return path.starts_with(b"/");
-    }
-    path.strip_prefix(ancestor)
-        .is_some_and(|rest| rest.is_empty() || rest[0] == b'/')
+    /// The lookup key (the path below the root).
+    key: Vec<u8>,
+    /// Opened `O_PATH | O_NOFOLLOW`; a symlink operand is the link.
+    entry: Entry,
 }
 
 /// An open directory whose entries are being, or will be, visited.
 struct OpenDir<D> {
     fd: OwnedFd,
     path: Box<[u8]>,
-    /// The device objects below must be on (unless crossing mounts).
-    device: u64,
+    /// Its entries must be on the same mount (unless crossing mounts).
+    meta: Meta,
     /// Some exclude lies strictly below this directory.
     excludes_below: bool,
     /// What the label lookups of its entries share.
@@ -204,73 +115,32 @@ struct DirJob<D> {
 
 type Dir<'a, L> = OpenDir<<L as LabelLookup>::Directory<'a>>;
 
-/// The xattr handle of an object.
-#[derive(Clone, Copy)]
-enum Target<'fd> {
-    /// A directory or regular file opened for reading: `f*xattr` calls.
-    Fd(BorrowedFd<'fd>),
-    /// An `O_PATH` fd: path calls through `/proc/self/fd/N`.
-    OPath(BorrowedFd<'fd>),
-}
-
-impl Target<'_> {
-    fn proc_path(fd: BorrowedFd<'_>) -> CString {
-        // The digits of an fd never contain NUL.
-        CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd())).unwrap_or_default()
+/// The stored `security.selinux` value, `None` if there is none. Uses
+/// `inline` when it fits.
+fn read_label<'b>(
+    handle: Handle<'_>,
+    inline: &'b mut [u8; INLINE_LABEL],
+    heap: &'b mut Vec<u8>,
+) -> rustix::io::Result<Option<&'b [u8]>> {
+    match handle.get(XATTR_NAME, inline) {
+        Ok(len) => return Ok(Some(&inline[..len])),
+        Err(Errno::NODATA) => return Ok(None),
+        Err(Errno::RANGE) => {}
+        Err(errno) => return Err(errno),
     }
-
-    fn read(self, buffer: &mut [u8]) -> rustix::io::Result<usize> {
-        match self {
-            Target::Fd(fd) => rfs::fgetxattr(fd, XATTR_NAME, buffer),
-            Target::OPath(fd) => rfs::getxattr(Self::proc_path(fd).as_c_str(), XATTR_NAME, buffer),
-        }
-    }
-
-    fn size(self) -> rustix::io::Result<usize> {
-        match self {
-            Target::Fd(fd) => rfs::fgetxattr_query(fd, XATTR_NAME),
-            Target::OPath(fd) => rfs::getxattr_query(Self::proc_path(fd).as_c_str(), XATTR_NAME),
-        }
-    }
-
-    fn write(self, value: &[u8]) -> rustix::io::Result<()> {
-        match self {
-            Target::Fd(fd) => rfs::fsetxattr(fd, XATTR_NAME, value, XattrFlags::empty()),
-            Target::OPath(fd) => rfs::setxattr(
-                Self::proc_path(fd).as_c_str(),
-                XATTR_NAME,
-                value,
-                XattrFlags::empty(),
-            ),
-        }
-    }
-
-    /// The stored value, `None` if there is none. Uses `inline` when it fits.
-    fn read_label<'b>(
-        self,
-        inline: &'b mut [u8; INLINE_LABEL],
-        heap: &'b mut Vec<u8>,
-    ) -> rustix::io::Result<Option<&'b [u8]>> {
-        match self.read(inline) {
-            Ok(len) => return Ok(Some(&inline[..len])),
+    // Longer than the inline buffer; it may change between the calls.
+    loop {
+        let size = match handle.size(XATTR_NAME) {
+            Ok(size) => size,
             Err(Errno::NODATA) => return Ok(None),
-            Err(Errno::RANGE) => {}
             Err(errno) => return Err(errno),
-        }
-        // Longer than the inline buffer; it may change between the calls.
-        loop {
-            let size = match self.size() {
-                Ok(size) => size,
-                Err(Errno::NODATA) => return Ok(None),
-                Err(errno) => return Err(errno),
-            };
-            heap.resize(size, 0);
-            match self.read(heap) {
-                Ok(len) => return Ok(Some(&heap[..len])),
-                Err(Errno::NODATA) => return Ok(None),
-                Err(Errno::RANGE) => continue,
-                Err(errno) => return Err(errno),
-            }
+        };
+        heap.resize(size, 0);
+        match handle.get(XATTR_NAME, heap) {
+            Ok(len) => return Ok(Some(&heap[..len])),
+            Err(Errno::NODATA) => return Ok(None),
+            Err(Errno::RANGE) => continue,
+            Err(errno) => return Err(errno),
         }
     }
 }
@@ -351,8 +221,9 @@ impl Totals {
 struct Walker<'a, L: ?Sized> {
     labels: &'a L,
     options: &'a RelabelOptions,
-    /// Canonical, no trailing `/`; empty when there is none.
-    alternate_root: Vec<u8>,
+    /// The alternate root, or `/`: operands were resolved below it.
+    root: Root,
+    /// Excluded paths as shown (the root's path joined with their key).
     excludes: Vec<Vec<u8>>,
     observer: &'a dyn Observer,
     hard_links: HardLinks,
@@ -362,97 +233,73 @@ struct Walker<'a, L: ?Sized> {
 impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
     fn start<'s>(&'s self, scope: &rayon::Scope<'s>, operand: Operand) {
         let mut tally = Tally::default();
-        let Operand { path, stat } = operand;
+        let Operand { key, entry } = operand;
+        let path = self.root.display(&key);
         if self.excludes.iter().any(|e| is_at_or_below(&path, e)) {
             tally.excluded += 1;
-        } else if FileType::from_raw_mode(stat.st_mode) == FileType::Directory {
-            let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-            match rfs::openat(CWD, path.as_slice(), flags, Mode::empty()) {
+        } else if entry.kind() == FileType::Directory {
+            match entry.open_dir() {
                 Ok(fd) => {
-                    let key = self.lookup_path(&path);
-                    let expected = self.labels.expected_label(key, FileKind::Dir);
-                    let labels = self.labels.directory(key);
                     let entered = Entered {
                         fd,
+                        meta: *entry.meta(),
                         path,
-                        device: None,
-                        expected,
-                        labels,
+                        expected: self.labels.expected_label(&key, FileKind::Dir),
+                        labels: self.labels.directory(&key),
                     };
                     self.enter_dir(scope, entered, &mut tally);
                 }
                 Err(errno) => self.fail(&path, Operation::Open, errno, &mut tally),
             }
         } else {
-            self.start_non_directory(scope, path, stat, &mut tally);
+            // Labelled through its O_PATH fd, whatever it is.
+            let expected = |kind| self.labels.expected_label(&key, kind);
+            self.label(entry.handle(), &path, entry.meta(), expected, &mut tally);
         }
         self.finish(tally);
     }
 
-    /// A file operand is visited as an entry of its (canonical) parent.
-    fn start_non_directory<'s>(
-        &'s self,
-        scope: &rayon::Scope<'s>,
-        path: Vec<u8>,
-        stat: Stat,
-        tally: &mut Tally,
-    ) {
-        let split = path.iter().rposition(|&b| b == b'/').unwrap_or(0);
-        let parent_path: &[u8] = if split == 0 { b"/" } else { &path[..split] };
-        let Ok(name) = CString::new(&path[split + 1..]) else {
-            return;
-        };
-        let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
-        let parent_fd = match rfs::openat(CWD, parent_path, flags, Mode::empty()) {
-            Ok(fd) => fd,
-            Err(errno) => return self.fail(parent_path, Operation::Open, errno, tally),
-        };
-        let parent = Arc::new(OpenDir {
-            fd: parent_fd,
-            path: parent_path.into(),
-            device: stat.st_dev,
-            excludes_below: false,
-            // The operand is strictly below the alternate root (which is a
-            // directory), so its parent is at or below it.
-            labels: self.labels.directory(self.lookup_path(parent_path)),
-        });
-        if FileType::from_raw_mode(stat.st_mode) == FileType::RegularFile {
-            self.visit_file(scope, &parent, &name, &path, tally);
-        } else {
-            self.visit_other(scope, &parent, &name, &path, tally);
-        }
-    }
-
+    /// A directory listed in `parent`: opened `O_PATH` and checked before
+    /// it is reopened for listing, so a directory on another mount is never
+    /// opened for reading, and a name swapped for something else since the
+    /// listing is labelled as what it now is.
     fn visit_dir<'s>(&'s self, scope: &rayon::Scope<'s>, job: DirJob<L::Directory<'a>>) {
         let mut tally = Tally::default();
         let DirJob { parent, name } = job;
         let path = entry_key(&parent.path, name.as_bytes());
-        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        match rfs::openat(&parent.fd, name.as_c_str(), flags, Mode::empty()) {
-            Ok(fd) => {
-                let name = name.as_bytes();
-                let entered = Entered {
-                    fd,
-                    path,
-                    device: Some(parent.device),
-                    expected: self.labels.entry_label(&parent.labels, name, FileKind::Dir),
-                    labels: self.labels.subdirectory(&parent.labels, name),
-                };
-                drop(parent);
-                self.enter_dir(scope, entered, &mut tally);
+        let entry = match Entry::open_at(&parent.fd, &name) {
+            Ok(entry) => entry,
+            Err(errno) => {
+                self.fail(&path, Operation::Open, errno, &mut tally);
+                return self.finish(tally);
             }
-            Err(Errno::NOENT) => tally.vanished += 1,
-            // Replaced by a non-directory since it was listed.
-            Err(Errno::NOTDIR | Errno::LOOP) => {
-                self.visit_other(scope, &parent, &name, &path, &mut tally)
+        };
+        if entry.kind() != FileType::Directory {
+            self.label_entry(&parent, &name, &entry, &path, &mut tally);
+        } else if self.leaves_filesystem(&parent.meta, entry.meta()) {
+            tally.mounts_skipped += 1;
+        } else {
+            match entry.open_dir() {
+                Ok(fd) => {
+                    let name = name.as_bytes();
+                    let entered = Entered {
+                        fd,
+                        meta: *entry.meta(),
+                        path,
+                        expected: self.labels.entry_label(&parent.labels, name, FileKind::Dir),
+                        labels: self.labels.subdirectory(&parent.labels, name),
+                    };
+                    drop((entry, parent));
+                    self.enter_dir(scope, entered, &mut tally);
+                }
+                // Still label it, through its O_PATH fd, then say why its
+                // contents were not visited.
+                Err(errno @ (Errno::ACCESS | Errno::PERM)) => {
+                    self.label_entry(&parent, &name, &entry, &path, &mut tally);
+                    self.fail(&path, Operation::ReadDirectory, errno, &mut tally);
+                }
+                Err(errno) => self.fail(&path, Operation::Open, errno, &mut tally),
             }
-            // Still label it, through an O_PATH fd, then say why its
-            // contents were not visited.
-            Err(errno @ (Errno::ACCESS | Errno::PERM)) => {
-                self.label_unlistable_dir(&parent, &name, &path, &mut tally);
-                self.fail(&path, Operation::ReadDirectory, errno, &mut tally);
-            }
-            Err(errno) => self.fail(&path, Operation::Open, errno, &mut tally),
         }
         self.finish(tally);
     }
@@ -466,21 +313,13 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
     ) {
         let Entered {
             fd,
+            meta,
             path,
-            device,
             expected,
             labels,
         } = entered;
-        let stat = match rfs::fstat(&fd) {
-            Ok(stat) => stat,
-            Err(errno) => return self.fail(&path, Operation::Stat, errno, tally),
-        };
-        if self.leaves_filesystem(device, &stat) {
-            tally.mounts_skipped += 1;
-            return;
-        }
-        let target = Target::Fd(fd.as_fd());
-        if self.label(target, &path, &stat, |_| expected, tally) == Descend::No {
+        let handle = Handle::Fd(fd.as_fd());
+        if self.label(handle, &path, &meta, |_| expected, tally) == Descend::No {
             return;
         }
         let excludes_below = self
@@ -490,7 +329,7 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
         let dir = Arc::new(OpenDir {
             fd,
             path: path.into_boxed_slice(),
-            device: stat.st_dev,
+            meta,
             excludes_below,
             labels,
         });
@@ -522,8 +361,7 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
             }
             match entry.file_type() {
                 FileType::Directory => self.spawn_dir(scope, dir, name),
-                FileType::RegularFile => self.visit_file(scope, dir, name, &child, tally),
-                _ => self.visit_other(scope, dir, name, &child, tally),
+                _ => self.visit_entry(scope, dir, name, &child, tally),
             }
         }
     }
@@ -536,9 +374,11 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
         scope.spawn(move |scope| self.visit_dir(scope, job));
     }
 
-    /// A regular file (per `d_type`): opened for reading so the stat and the
-    /// xattr calls need no path lookup.
-    fn visit_file<'s>(
+    /// An entry listed as anything but a directory: opened `O_PATH |
+    /// O_NOFOLLOW` (never for I/O, so a regular file swapped for a FIFO or
+    /// a device since the listing is not opened either) and labelled
+    /// through that fd.
+    fn visit_entry<'s>(
         &'s self,
         scope: &rayon::Scope<'s>,
         dir: &Arc<Dir<'a, L>>,
@@ -546,131 +386,56 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
         path: &[u8],
         tally: &mut Tally,
     ) {
-        // NONBLOCK and NOCTTY: harmless if the name was swapped for a FIFO or
-        // a terminal since it was listed.
-        let flags =
-            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
-        let fd = match rfs::openat(&dir.fd, name, flags, Mode::empty()) {
-            Ok(fd) => fd,
-            Err(Errno::NOENT) => return tally.vanished += 1,
-            // Now a symlink, unreadable, leased...: label it without opening.
-            Err(_) => return self.visit_other(scope, dir, name, path, tally),
-        };
-        let stat = match rfs::fstat(&fd) {
-            Ok(stat) => stat,
-            Err(errno) => return self.fail(path, Operation::Stat, errno, tally),
-        };
-        match FileType::from_raw_mode(stat.st_mode) {
-            FileType::Directory => self.spawn_dir(scope, dir, name),
-            _ => self.label_entry(dir, name, Target::Fd(fd.as_fd()), path, &stat, tally),
+        match Entry::open_at(&dir.fd, name) {
+            // Replaced by a directory since it was listed.
+            Ok(entry) if entry.kind() == FileType::Directory => self.spawn_dir(scope, dir, name),
+            Ok(entry) => self.label_entry(dir, name, &entry, path, tally),
+            Err(errno) => self.fail(path, Operation::Open, errno, tally),
         }
     }
 
-    /// Anything that must not be opened for I/O: symlinks, devices, FIFOs,
-    /// sockets, unknown `d_type`s, and fallbacks.
-    fn visit_other<'s>(
-        &'s self,
-        scope: &rayon::Scope<'s>,
-        dir: &Arc<Dir<'a, L>>,
-        name: &CStr,
-        path: &[u8],
-        tally: &mut Tally,
-    ) {
-        let Some((fd, stat)) = self.open_path(dir, name, path, tally) else {
-            return;
-        };
-        match FileType::from_raw_mode(stat.st_mode) {
-            // Listed with an unknown type, or replaced since.
-            FileType::Directory => self.spawn_dir(scope, dir, name),
-            _ => self.label_entry(dir, name, Target::OPath(fd.as_fd()), path, &stat, tally),
-        }
-    }
-
-    /// Labels a directory that cannot be opened for reading, without
-    /// visiting its contents.
-    fn label_unlistable_dir(&self, dir: &Dir<'a, L>, name: &CStr, path: &[u8], tally: &mut Tally) {
-        let Some((fd, stat)) = self.open_path(dir, name, path, tally) else {
-            return;
-        };
-        self.label_entry(dir, name, Target::OPath(fd.as_fd()), path, &stat, tally);
-    }
-
-    /// Labels entry `name` of `dir` (already opened and stat'ed, not to be
-    /// descended into) unless it is on another filesystem.
+    /// Labels `entry`, the entry `name` of `dir`, through its O_PATH fd
+    /// (without descending) unless it is on another mount.
     fn label_entry(
         &self,
         dir: &Dir<'a, L>,
         name: &CStr,
-        target: Target<'_>,
+        entry: &Entry,
         path: &[u8],
-        stat: &Stat,
         tally: &mut Tally,
     ) {
-        if self.leaves_filesystem(Some(dir.device), stat) {
+        if self.leaves_filesystem(&dir.meta, entry.meta()) {
             tally.mounts_skipped += 1;
         } else {
             let expected = |kind| self.labels.entry_label(&dir.labels, name.to_bytes(), kind);
-            self.label(target, path, stat, expected, tally);
+            self.label(entry.handle(), path, entry.meta(), expected, tally);
         }
     }
 
-    fn open_path(
-        &self,
-        dir: &Dir<'a, L>,
-        name: &CStr,
-        path: &[u8],
-        tally: &mut Tally,
-    ) -> Option<(OwnedFd, Stat)> {
-        let flags = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let fd = match rfs::openat(&dir.fd, name, flags, Mode::empty()) {
-            Ok(fd) => fd,
-            Err(errno) => {
-                self.fail(path, Operation::Open, errno, tally);
-                return None;
-            }
-        };
-        match rfs::fstat(&fd) {
-            Ok(stat) => Some((fd, stat)),
-            Err(errno) => {
-                self.fail(path, Operation::Stat, errno, tally);
-                None
-            }
-        }
-    }
-
-    fn leaves_filesystem(&self, device: Option<u64>, stat: &Stat) -> bool {
-        self.options.mounts == MountPolicy::SameFilesystem
-            && device.is_some_and(|device| device != stat.st_dev)
-    }
-
-    /// The path the specs are matched against.
-    fn lookup_path<'p>(&self, path: &'p [u8]) -> &'p [u8] {
-        match path.get(self.alternate_root.len()..) {
-            Some([]) => b"/",
-            Some(rest) => rest,
-            None => path,
-        }
+    /// Whether `object`, found in a directory described by `parent`, is on
+    /// another mount (or device) that the walk must not enter.
+    fn leaves_filesystem(&self, parent: &Meta, object: &Meta) -> bool {
+        self.options.mounts == MountPolicy::SameFilesystem && object.other_mount(parent)
     }
 
     /// Looks up (with `expected`, given the object's kind), compares and
     /// (maybe) writes the label of one object.
     fn label(
         &self,
-        target: Target<'_>,
+        handle: Handle<'_>,
         path: &[u8],
-        stat: &Stat,
+        meta: &Meta,
         expected: impl FnOnce(FileKind) -> Option<&'a str>,
         tally: &mut Tally,
     ) -> Descend {
         tally.examined += 1;
-        let kind = file_kind(FileType::from_raw_mode(stat.st_mode));
+        let kind = file_kind(meta.kind);
         let Some(expected) = expected(kind) else {
             tally.no_label += 1;
             return Descend::Yes;
         };
-        if kind != FileKind::Dir && stat.st_nlink > 1 {
-            if let Claim::Conflict(kept) = self.hard_links.claim(stat.st_dev, stat.st_ino, expected)
-            {
+        if kind != FileKind::Dir && meta.nlink > 1 {
+            if let Claim::Conflict(kept) = self.hard_links.claim(meta.dev, meta.ino, expected) {
                 tally.hard_link_conflicts += 1;
                 self.observer.hard_link_conflict(&HardLinkConflict {
                     path,
@@ -682,7 +447,7 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
         }
         let mut inline = [0u8; INLINE_LABEL];
         let mut heap = Vec::new();
-        let stored = match target.read_label(&mut inline, &mut heap) {
+        let stored = match read_label(handle, &mut inline, &mut heap) {
             Ok(raw) => raw.and_then(stored_context),
             Err(errno) => {
                 self.fail(path, Operation::ReadLabel, errno, tally);
@@ -705,7 +470,7 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
             let mut raw = Vec::with_capacity(value.len() + 1);
             raw.extend_from_slice(value.as_bytes());
             raw.push(0);
-            if let Err(errno) = target.write(&raw) {
+            if let Err(errno) = handle.set(XATTR_NAME, &raw) {
                 self.fail(path, Operation::WriteLabel, errno, tally);
                 return Descend::Yes;
             }
@@ -745,9 +510,8 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
 /// A directory opened for the walk, before its own label is checked.
 struct Entered<'a, L: LabelLookup + ?Sized + 'a> {
     fd: OwnedFd,
+    meta: Meta,
     path: Vec<u8>,
-    /// The filesystem the walk is on (`None` for an operand, which defines it).
-    device: Option<u64>,
     expected: Option<&'a str>,
     labels: L::Directory<'a>,
 }
@@ -771,22 +535,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ancestry_respects_component_boundaries() {
-        assert!(is_at_or_below(b"/var/lib", b"/var"));
-        assert!(is_at_or_below(b"/var", b"/var"));
-        assert!(!is_at_or_below(b"/variable", b"/var"));
-        assert!(is_at_or_below(b"/anything", b"/"));
-    }
-
-    #[test]
     fn children_of_root_have_one_slash() {
         assert_eq!(entry_key(b"/", b"var"), b"/var");
         assert_eq!(entry_key(b"/var", b"log"), b"/var/log");
-    }
-
-    #[test]
-    fn excludes_are_normalised_lexically_when_missing() {
-        let got = canonical_exclude(Path::new("/nonexistent-semanifest//a/b/")).unwrap();
-        assert_eq!(got, b"/nonexistent-semanifest/a/b");
     }
 }

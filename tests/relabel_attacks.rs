@@ -1,0 +1,279 @@
+//! Adversarial tests of `semanifest relabel` (issue 16): an attacker who
+//! controls a directory between `--root` and an operand, or the tree being
+//! walked, races the relabeler. A victim tree outside the root is dumped
+//! (labels, modes, owners, times, contents) before and after; it must not
+//! change. Each attack has a control showing it is live: `setfiles -F`
+//! under the same attack is redirected outside the root.
+//!
+//! Root, `/proc`, and `setfiles` (policycoreutils) are required.
+
+mod relabel_common;
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::BTreeMap;
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use relabel_common::*;
+use rustix::fs::{renameat_with, RenameFlags, CWD};
+
+/// A catch-all spec, so an object is labelled whatever key a redirected
+/// tool looks it up with.
+const SPECS: &str = "\
+/.*\tsystem_u:object_r:default_t:s0
+/var(/.*)?\tsystem_u:object_r:var_t:s0
+/var/lib(/.*)?\tsystem_u:object_r:var_lib_t:s0
+";
+
+const VICTIM_LABEL: &[u8] = b"system_u:object_r:victim_t:s0\0";
+const IN_TREE_LABEL: &[u8] = b"system_u:object_r:var_lib_t:s0\0";
+
+/// How semanifest refuses an operand whose path crosses a symlink.
+const REFUSED: &str = "resolved below the root without following symlinks";
+
+/// Runs of each operand under attack.
+const RUNS: usize = 500;
+
+/// `ROOT/var/lib` (a real directory with `victim/` and `f3`) and
+/// `ROOT/var/libsym` (a symlink to `OUTSIDE`, which has the same names),
+/// ready to be exchanged.
+struct Arena {
+    _scratch: tempfile::TempDir,
+    fc: PathBuf,
+    root: PathBuf,
+    outside: PathBuf,
+}
+
+impl Arena {
+    fn new() -> Self {
+        require_privileges();
+        let scratch = scratch();
+        let fc = scratch.path().join("file_contexts");
+        write_file(&fc, SPECS);
+        let root = scratch.path().join("root");
+        let outside = scratch.path().join("outside");
+        for base in [root.join("var/lib"), outside.clone()] {
+            TreeBuilder::new(&base)
+                .file("victim/f1", "1")
+                .file("victim/f2", "2")
+                .file("victim/sub/f4", "4")
+                .file("f3", "3");
+        }
+        std::os::unix::fs::symlink(&outside, root.join("var/libsym")).expect("symlink");
+        for (path, _) in dump(&outside) {
+            let path = outside.join(std::ffi::OsStr::new(
+                std::str::from_utf8(&path).expect("utf-8 names"),
+            ));
+            set_label(&path, VICTIM_LABEL);
+        }
+        Self {
+            _scratch: scratch,
+            fc,
+            root,
+            outside,
+        }
+    }
+
+    /// Starts exchanging `var/lib` and `var/libsym` in a loop.
+    fn attack(&self) -> Exchanger {
+        Exchanger::start(self.root.join("var/lib"), self.root.join("var/libsym"))
+    }
+
+    /// The victim's dump and a digest of it, for the log.
+    fn victim(&self) -> (BTreeMap<Vec<u8>, Object>, u64) {
+        let objects = dump(&self.outside);
+        let mut hasher = DefaultHasher::new();
+        format!("{objects:?}").hash(&mut hasher);
+        (objects, hasher.finish())
+    }
+}
+
+/// `renameat2(A, B, RENAME_EXCHANGE)` as fast as it goes, on its own thread.
+struct Exchanger {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<u64>>,
+    a: PathBuf,
+    b: PathBuf,
+}
+
+impl Exchanger {
+    fn start(a: PathBuf, b: PathBuf) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let (stop, a, b) = (Arc::clone(&stop), a.clone(), b.clone());
+            std::thread::spawn(move || {
+                let mut swaps = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    renameat_with(CWD, &a, CWD, &b, RenameFlags::EXCHANGE).expect("exchange");
+                    swaps += 1;
+                }
+                swaps
+            })
+        };
+        Self {
+            stop,
+            thread: Some(thread),
+            a,
+            b,
+        }
+    }
+
+    /// Stops the loop and puts the directory back at `A`; the swap count.
+    fn stop(mut self) -> u64 {
+        self.halt()
+    }
+
+    fn halt(&mut self) -> u64 {
+        self.stop.store(true, Ordering::Relaxed);
+        let swaps = match self.thread.take() {
+            Some(thread) => thread.join().expect("exchanger thread"),
+            None => return 0,
+        };
+        if swaps % 2 == 1 {
+            renameat_with(CWD, &self.a, CWD, &self.b, RenameFlags::EXCHANGE).expect("exchange");
+        }
+        swaps
+    }
+}
+
+impl Drop for Exchanger {
+    fn drop(&mut self) {
+        self.halt();
+    }
+}
+
+/// Outcomes of the runs of one operand under attack.
+#[derive(Debug, Default)]
+struct Tally {
+    /// Exit 0: the operand was resolved while `var/lib` was the directory.
+    labelled: usize,
+    /// Exit 2, "is a symlink": resolved while it was the symlink.
+    refused: usize,
+}
+
+fn attack_semanifest(arena: &Arena, operand: &Path) -> Tally {
+    let (before, digest) = arena.victim();
+    let exchanger = arena.attack();
+    let mut tally = Tally::default();
+    let outside = arena.outside.to_str().expect("utf-8");
+    for run in 0..RUNS {
+        let output = relabel(&arena.fc, Some(&arena.root), &["-v"], &[operand]);
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = stderr_of(&output);
+        assert!(
+            !stdout.contains(outside) && !stderr.contains(outside),
+            "run {run}: output names the victim:\n{stdout}{stderr}"
+        );
+        match output.status.code() {
+            Some(0) => tally.labelled += 1,
+            Some(2) if stderr.contains(REFUSED) => tally.refused += 1,
+            code => panic!("run {run}: unexpected exit {code:?}:\n{stdout}{stderr}"),
+        }
+    }
+    let swaps = exchanger.stop();
+    let (after, digest_after) = arena.victim();
+    eprintln!(
+        "{}: {RUNS} runs under {swaps} exchanges: {tally:?}; victim digest {digest:016x} \
+         before, {digest_after:016x} after",
+        operand.display()
+    );
+    assert!(
+        before == after,
+        "the victim outside the root changed: {:#?}",
+        label_differences(&labels(&before), &labels(&after))
+    );
+    tally
+}
+
+/// Runs `setfiles -F -r ROOT` on `operand` under the same attack until
+/// the victim changes; the run that did it.
+fn attack_setfiles(arena: &Arena, operand: &Path) -> Option<usize> {
+    let (before, _) = arena.victim();
+    let _exchanger = arena.attack();
+    (1..=RUNS).find(|_| {
+        setfiles(&arena.fc, Some(&arena.root), &[operand]);
+        labels(&dump(&arena.outside)) != labels(&before)
+    })
+}
+
+#[test]
+fn operand_ancestor_exchange_never_labels_outside_the_root() {
+    let arena = Arena::new();
+    for name in ["victim", "f3"] {
+        let operand = arena.root.join("var/lib").join(name);
+        let tally = attack_semanifest(&arena, &operand);
+        // Both outcomes happened, so the attack was live on every path.
+        assert!(tally.labelled > 0 && tally.refused > 0, "{tally:?}");
+    }
+    // What was labelled is the tree inside the root.
+    let inside = arena.root.join("var/lib");
+    for path in ["victim", "victim/f1", "victim/sub/f4", "f3"] {
+        assert_eq!(
+            label_of(&inside.join(path)).as_deref(),
+            Some(IN_TREE_LABEL),
+            "{path}"
+        );
+    }
+}
+
+/// Control: the same attack redirects `setfiles -F` outside the root.
+#[test]
+fn operand_ancestor_exchange_redirects_setfiles() {
+    for name in ["victim", "f3"] {
+        let arena = Arena::new();
+        let operand = arena.root.join("var/lib").join(name);
+        let run = attack_setfiles(&arena, &operand);
+        eprintln!("setfiles -F on {name}: victim relabelled at run {run:?}");
+        assert!(
+            run.is_some(),
+            "setfiles was never redirected in {RUNS} runs"
+        );
+    }
+}
+
+#[test]
+fn operand_through_a_symlink_is_refused_naming_it() {
+    let arena = Arena::new();
+    let (before, _) = arena.victim();
+    for operand in ["var/libsym/victim", "var/libsym/f3"] {
+        let output = relabel(
+            &arena.fc,
+            Some(&arena.root),
+            &[],
+            &[&arena.root.join(operand)],
+        );
+        assert_eq!(output.status.code(), Some(2), "{}", stderr_of(&output));
+        let symlink = arena.root.join("var/libsym");
+        assert!(
+            stderr_of(&output).contains(&format!("{} is a symlink", symlink.display())),
+            "{}",
+            stderr_of(&output)
+        );
+    }
+    assert!(arena.victim().0 == before);
+    // Control: the symlink itself, as the operand, is labelled (not its target).
+    let link = arena.root.join("var/libsym");
+    let output = relabel(&arena.fc, Some(&arena.root), &[], &[&link]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr_of(&output));
+    assert_eq!(
+        label_of(&link).as_deref(),
+        Some(&b"system_u:object_r:var_t:s0\0"[..])
+    );
+    assert!(arena.victim().0 == before);
+}
+
+#[test]
+fn operand_outside_the_root_is_refused() {
+    let arena = Arena::new();
+    let operand = arena.root.join("var/../../outside/victim");
+    let output = relabel(&arena.fc, Some(&arena.root), &[], &[&operand]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr_of(&output));
+    assert!(
+        stderr_of(&output).contains("is not inside the root"),
+        "{}",
+        stderr_of(&output)
+    );
+}
