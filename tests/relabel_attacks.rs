@@ -13,7 +13,7 @@ use std::collections::hash_map::DefaultHasher;
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -276,4 +276,162 @@ fn operand_outside_the_root_is_refused() {
         "{}",
         stderr_of(&output)
     );
+}
+
+/// Runs of the FIFO swap, each listing the directory `LISTINGS` times (the
+/// operand given that often).
+const FIFO_RUNS: usize = 300;
+const LISTINGS: usize = 20;
+
+/// `ROOT/var/lib/q/file` (regular) and `ROOT/var/lib/q/pipe` (a FIFO),
+/// exchanged in a loop, so a name listed as a regular file may be a FIFO
+/// when it is opened; a writer blocks in `open(O_WRONLY)` on the FIFO
+/// through a hard link outside `q`, and counts how often a reader released
+/// it.
+struct FifoTrap {
+    _scratch: tempfile::TempDir,
+    fc: PathBuf,
+    root: PathBuf,
+    q: PathBuf,
+    writer: Option<JoinHandle<()>>,
+    stop: Arc<AtomicBool>,
+    released: Arc<AtomicU64>,
+    link: PathBuf,
+}
+
+impl FifoTrap {
+    fn new() -> Self {
+        require_privileges();
+        let scratch = scratch();
+        let fc = scratch.path().join("file_contexts");
+        write_file(&fc, SPECS);
+        let root = scratch.path().join("root");
+        let tree = TreeBuilder::new(&root.join("var/lib"));
+        tree.file("q/file", "x").fifo("q/pipe");
+        let link = scratch.path().join("pipe-link");
+        std::fs::hard_link(tree.path("q/pipe"), &link).expect("link the FIFO");
+        let stop = Arc::new(AtomicBool::new(false));
+        let released = Arc::new(AtomicU64::new(0));
+        let writer = {
+            let (stop, released, link) = (Arc::clone(&stop), Arc::clone(&released), link.clone());
+            std::thread::spawn(move || loop {
+                // Blocks until some reader opens the FIFO.
+                let fifo = std::fs::OpenOptions::new().write(true).open(&link);
+                if stop.load(Ordering::SeqCst) {
+                    return;
+                }
+                fifo.expect("open the FIFO for writing");
+                released.fetch_add(1, Ordering::SeqCst);
+            })
+        };
+        Self {
+            _scratch: scratch,
+            fc,
+            q: root.join("var/lib/q"),
+            root,
+            writer: Some(writer),
+            stop,
+            released,
+            link,
+        }
+    }
+
+    fn swap(&self) -> Exchanger {
+        Exchanger::start(self.q.join("file"), self.q.join("pipe"))
+    }
+
+    /// Stops the writer (by opening the FIFO ourselves) and returns how
+    /// often it was released before.
+    fn releases(mut self) -> u64 {
+        self.stop.store(true, Ordering::SeqCst);
+        let reader = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+            .open(&self.link)
+            .expect("open the FIFO to stop the writer");
+        if let Some(writer) = self.writer.take() {
+            writer.join().expect("writer");
+        }
+        drop(reader);
+        self.released.load(Ordering::SeqCst)
+    }
+}
+
+use std::os::unix::fs::OpenOptionsExt;
+
+#[test]
+fn fifo_swapped_for_a_listed_file_is_never_opened() {
+    let trap = FifoTrap::new();
+    let swapper = trap.swap();
+    let mut fifo_labelled = false;
+    for run in 0..FIFO_RUNS {
+        // Unlabel both so every run writes both.
+        for name in ["file", "pipe"] {
+            let _ = rustix::fs::lremovexattr(&trap.q.join(name), XATTR);
+        }
+        let operands = vec![trap.q.as_path(); LISTINGS];
+        let output = relabel(&trap.fc, Some(&trap.root), &["--json"], &operands);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "run {run}: {}",
+            stderr_of(&output)
+        );
+        let summary: serde_json::Value =
+            serde_json::from_slice(&output.stdout).expect("JSON summary");
+        assert_eq!(summary["examined"], 3 * LISTINGS, "run {run}: {summary}");
+        fifo_labelled |= label_of(&trap.link).as_deref() == Some(IN_TREE_LABEL);
+    }
+    let swaps = swapper.stop();
+    assert!(
+        fifo_labelled,
+        "the FIFO itself is labelled (through O_PATH)"
+    );
+    let releases = trap.releases();
+    eprintln!("semanifest: {FIFO_RUNS} runs under {swaps} swaps, writer released {releases} times");
+    assert_eq!(releases, 0);
+}
+
+/// Control: a walker that opens what was listed as a regular file for
+/// reading, as the relabeler did before (`O_RDONLY | O_NONBLOCK |
+/// O_NOCTTY | O_NOFOLLOW` relative to the directory), releases the writer
+/// under the same swap: at least once in the same number of runs, or (on a
+/// busy machine, where the window is hit less often) in at most ten times
+/// as many.
+#[test]
+fn fifo_swap_releases_a_walker_that_opens_listed_files() {
+    use rustix::fs::{openat, FileType, Mode, OFlags, RawDir};
+    let trap = FifoTrap::new();
+    let swapper = trap.swap();
+    let mut runs = 0;
+    while runs < FIFO_RUNS || (trap.released.load(Ordering::SeqCst) == 0 && runs < 10 * FIFO_RUNS) {
+        runs += 1;
+        // About the pace of a relabel run, so the swapper runs as often.
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        for _ in 0..LISTINGS {
+            let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+            let dir = openat(CWD, &trap.q, flags, Mode::empty()).expect("open q");
+            let mut buffer = Vec::with_capacity(4096);
+            let mut entries = RawDir::new(&dir, buffer.spare_capacity_mut());
+            // An entry listed as a regular file is opened, as the
+            // relabeler's were.
+            while let Some(entry) = entries.next() {
+                let entry = entry.expect("getdents");
+                if entry.file_type() == FileType::RegularFile {
+                    let flags = OFlags::RDONLY
+                        | OFlags::NOFOLLOW
+                        | OFlags::NONBLOCK
+                        | OFlags::NOCTTY
+                        | OFlags::CLOEXEC;
+                    let _ = openat(&dir, entry.file_name(), flags, Mode::empty());
+                }
+            }
+        }
+    }
+    let swaps = swapper.stop();
+    let releases = trap.releases();
+    eprintln!(
+        "old approach: {FIFO_RUNS} runs under {swaps} swaps, writer released {releases} times"
+    );
+    assert!(releases > 0);
 }
