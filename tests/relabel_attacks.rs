@@ -367,7 +367,7 @@ fn fifo_swapped_for_a_listed_file_is_never_opened() {
     for run in 0..FIFO_RUNS {
         // Unlabel both so every run writes both.
         for name in ["file", "pipe"] {
-            let _ = rustix::fs::lremovexattr(&trap.q.join(name), XATTR);
+            let _ = rustix::fs::lremovexattr(trap.q.join(name), XATTR);
         }
         let operands = vec![trap.q.as_path(); LISTINGS];
         let output = relabel(&trap.fc, Some(&trap.root), &["--json"], &operands);
