@@ -435,3 +435,84 @@ fn fifo_swap_releases_a_walker_that_opens_listed_files() {
     );
     assert!(releases > 0);
 }
+
+/// A same-filesystem bind mount of the victim inside the tree: a directory
+/// (`mount --bind OUTSIDE/victim ROOT/var/lib/x`) and a file, as kubelet's
+/// subPath mounts are (`OUTSIDE/f3` on `ROOT/var/lib/file`).
+fn bind_victim(arena: &Arena) -> Vec<MountGuard> {
+    let lib = arena.root.join("var/lib");
+    std::fs::create_dir(lib.join("x")).expect("mount point");
+    write_file(&lib.join("file"), "mount point");
+    let mut guards = Vec::new();
+    for (source, target) in [("victim", "x"), ("f3", "file")] {
+        let (source, target) = (arena.outside.join(source), lib.join(target));
+        mount(&[
+            "--bind",
+            source.to_str().expect("utf-8"),
+            target.to_str().expect("utf-8"),
+        ]);
+        guards.push(MountGuard(target));
+    }
+    // Same device: only the mount id tells them apart.
+    assert_eq!(inode_of(&lib.join("x")).0, inode_of(&lib).0);
+    guards
+}
+
+#[test]
+fn bind_mounts_in_the_tree_are_skipped_and_counted() {
+    let arena = Arena::new();
+    let (before, digest) = arena.victim();
+    let _guards = bind_victim(&arena);
+    let var = arena.root.join("var");
+    let output = relabel(&arena.fc, Some(&arena.root), &["--json"], &[&var]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr_of(&output));
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert_eq!(summary["mounts_skipped"], 2, "{summary}");
+    let (after, digest_after) = arena.victim();
+    eprintln!("victim digest {digest:016x} before, {digest_after:016x} after");
+    assert!(
+        before == after,
+        "{:#?}",
+        label_differences(&labels(&before), &labels(&after))
+    );
+    // Control: the rest of the tree was labelled.
+    assert_eq!(
+        label_of(&arena.root.join("var/lib/victim/f1")).as_deref(),
+        Some(IN_TREE_LABEL)
+    );
+
+    // --cross-mounts enters them.
+    let output = relabel(
+        &arena.fc,
+        Some(&arena.root),
+        &["--json", "--cross-mounts"],
+        &[&var],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr_of(&output));
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert_eq!(summary["mounts_skipped"], 0, "{summary}");
+    assert_eq!(
+        label_of(&arena.outside.join("victim/sub/f4")).as_deref(),
+        Some(IN_TREE_LABEL)
+    );
+    assert_eq!(
+        label_of(&arena.outside.join("f3")).as_deref(),
+        Some(IN_TREE_LABEL)
+    );
+}
+
+/// Control: setfiles compares devices only, so it enters the bind mounts.
+#[test]
+fn bind_mounts_in_the_tree_are_entered_by_setfiles() {
+    let arena = Arena::new();
+    let before = labels(&arena.victim().0);
+    let _guards = bind_victim(&arena);
+    let output = setfiles(&arena.fc, Some(&arena.root), &[&arena.root.join("var")]);
+    assert!(output.status.success(), "{}", stderr_of(&output));
+    let after = labels(&arena.victim().0);
+    assert_ne!(before, after);
+    assert_eq!(
+        label_of(&arena.outside.join("victim/sub/f4")).as_deref(),
+        Some(IN_TREE_LABEL)
+    );
+}

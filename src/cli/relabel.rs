@@ -27,9 +27,10 @@ const MESSAGE_LIMIT: u64 = 100;
 
 /// Set each object's security.selinux to what the file contexts say.
 ///
-/// Walks every PATH in parallel without following symlinks or leaving the
-/// filesystem, and writes a label only where it differs. Replaces the full
-/// context like `setfiles -F` unless --type-only is given.
+/// Walks every PATH in parallel without following symlinks, opening a FIFO
+/// or device, or entering another mount, and writes a label only where it
+/// differs. Replaces the full context like `setfiles -F` unless --type-only
+/// is given.
 ///
 /// Exit status: 0 all objects labelled; 1 some objects could not be
 /// labelled (each is reported), or --check found drift; 2 usage error or bad
@@ -86,7 +87,9 @@ pub struct RelabelArgs {
     #[arg(long)]
     json: bool,
 
-    /// Descend into other filesystems mounted below PATH.
+    /// Descend into other mounts below PATH. By default every mount point
+    /// (another filesystem, or a bind mount of the same one, found by its
+    /// mount id) is skipped and counted.
     #[arg(long)]
     cross_mounts: bool,
 

@@ -26,9 +26,12 @@
 //!   `/proc/self/fd/DIR/NAME` would also be safe from symlinks but resolves
 //!   NAME again at each call, so a rename between the stat and the write
 //!   could label another object.) Like setfiles, this needs `/proc`.
-//! - **One filesystem.** Objects on another device than the walk's starting
-//!   point, including the mounted directory itself, are skipped, as
-//!   `setfiles` does; [`MountPolicy::CrossMounts`] lifts that.
+//! - **One mount.** An object on another mount than its directory
+//!   (compared by `statx` mount id, and by device) is skipped and counted,
+//!   and a directory is never opened for reading before that check. This
+//!   includes bind mounts of the same filesystem (kubelet's subPath mounts,
+//!   `mount --bind` of a file or directory), which setfiles, comparing
+//!   devices only, enters; [`MountPolicy::CrossMounts`] lifts the rule.
 //! - **Memory does not grow with the tree.** Pending work is a
 //!   (parent directory, name) pair per unvisited subdirectory; the only
 //!   tree-wide state is the hard-link registry, which holds one entry per
@@ -157,10 +160,11 @@ pub enum LabelScope {
     TypeOnly,
 }
 
-/// Whether the walk may leave the filesystem it started on.
+/// Whether the walk may leave the mount it started on.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum MountPolicy {
-    /// Skip every object on another device, including mount points.
+    /// Skip every object on another mount or device, including mount
+    /// points and same-filesystem bind mounts.
     #[default]
     SameFilesystem,
     CrossMounts,
@@ -202,7 +206,8 @@ pub struct Summary {
     pub errors: u64,
     /// Objects that disappeared between listing and labelling.
     pub vanished: u64,
-    /// Mount points (and so their whole filesystem) not entered.
+    /// Mount points (directories or bind-mounted files, and everything
+    /// below them) not entered.
     pub mounts_skipped: u64,
     /// Objects at an excluded path (their subtrees are not counted).
     pub excluded: u64,
