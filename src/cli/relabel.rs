@@ -267,7 +267,7 @@ impl Observer for Reporter {
             .found
             .map(|label| EscapedPath(label).to_string())
             .unwrap_or_else(|| "<no label>".to_owned());
-        let path = EscapedPath(change.path);
+        let path = change.path;
         let line = if self.check {
             format!("drift {path}: found {found}, expected {}", change.expected)
         } else if change.written {
@@ -291,9 +291,7 @@ impl Observer for Reporter {
         self.message(format_args!(
             "semanifest: warning: {} is a hard link whose other link was labelled {} first; \
              keeping it (its own spec says {})",
-            EscapedPath(conflict.path),
-            conflict.kept,
-            conflict.wanted
+            conflict.path, conflict.kept, conflict.wanted
         ));
     }
 

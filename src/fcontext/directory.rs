@@ -35,6 +35,7 @@ use regex_automata::{Anchored, Input, MatchKind};
 
 use super::matcher::{normalise, Group, Matcher, PrefixGroups};
 use super::FileKind;
+use crate::path_chain::PathChain;
 
 /// Size limits for one spec's DFA. Specs are path patterns: real ones need a
 /// few KiB. A spec over the limit makes its group run whole instead.
@@ -228,7 +229,16 @@ impl<'m> Class<'m> {
         }
     }
 
-    fn finish(&mut self, matcher: &Matcher, child_stem: Option<u32>, prune_stems: bool) {
+    /// `crowd`: whether entries may run whole groups on their full key when
+    /// too many specs are alive (only while keys are short: deeper, an
+    /// entry steps every live spec, which costs its name, not its depth).
+    fn finish(
+        &mut self,
+        matcher: &Matcher,
+        child_stem: Option<u32>,
+        prune_stems: bool,
+        crowd: bool,
+    ) {
         if prune_stems {
             self.candidates
                 .retain(|candidate| !matcher.stem_rejects(candidate.spec, child_stem));
@@ -237,7 +247,7 @@ impl<'m> Class<'m> {
         // their groups' multi-pattern automata instead. The states are kept:
         // a subdirectory usually leaves only a few alive.
         self.crowded.clear();
-        if self.candidates.len() > MAX_STEPPED {
+        if crowd && self.candidates.len() > MAX_STEPPED {
             for candidate in &self.candidates {
                 let group = candidate.group;
                 if !self
@@ -251,6 +261,11 @@ impl<'m> Class<'m> {
         }
         self.candidates
             .sort_unstable_by_key(|candidate| std::cmp::Reverse(candidate.spec));
+    }
+
+    /// Whether [`Class::best`] needs the entry's full key.
+    fn needs_key(&self) -> bool {
+        !self.whole.is_empty() || !self.crowded.is_empty()
     }
 
     fn best(&self, key: &[u8], name: &[u8], accept: &impl Fn(u32) -> bool) -> Option<u32> {
@@ -269,8 +284,13 @@ impl<'m> Class<'m> {
 /// The matcher's state after a directory's (substituted) key.
 #[derive(Clone, Debug)]
 struct Tracked<'m> {
-    /// Substituted key of the directory; entries are `key/NAME`.
-    key: Box<[u8]>,
+    /// Substituted key of the directory; entries are `key/NAME`. Only put
+    /// together for whole groups (rare: a spec whose DFA is too large).
+    key: PathChain,
+    /// The same bytes while a prefix group or a literal's directory can
+    /// still name this directory (`Matcher::short_key_limit`); `None`
+    /// below, so a deep directory costs its name, not its depth.
+    short: Option<Box<[u8]>>,
     /// Stem id of every entry's key.
     child_stem: Option<u32>,
     /// Some `^L$` spec may name an entry.
@@ -279,11 +299,16 @@ struct Tracked<'m> {
     regex: Class<'m>,
 }
 
+/// Past this key length, entries no longer run crowded groups on their
+/// full key (see [`Class::finish`]).
+const CROWD_KEY_LIMIT: usize = 4096;
+
 impl<'m> Tracked<'m> {
     /// State for the entries of `/`.
     fn root(matcher: &'m Matcher) -> Self {
         let mut tracked = Tracked {
-            key: Box::from(&b"/"[..]),
+            key: PathChain::new(b"/"),
+            short: Some(Box::from(&b"/"[..])),
             child_stem: None,
             literal_entries: matcher.has_literal_entries(b"/"),
             exact: Class::default(),
@@ -300,32 +325,58 @@ impl<'m> Tracked<'m> {
             if let Some(group) = groups.at(b"/") {
                 class.add_group(group, b"/", 1);
             }
-            class.finish(matcher, None, false);
+            class.finish(matcher, None, false, true);
         }
         tracked
     }
 
-    /// State for the entries of `self.key/name`.
+    /// State for the entries of `self.key/name`: costs the length of `name`
+    /// (and of the key while it is short), not the depth.
     fn advance(&self, matcher: &'m Matcher, name: &[u8]) -> Self {
-        // `key/`: the prefix of every entry's key; it ends with `name/`.
-        let mut prefix = entry_key(&self.key, name);
-        prefix.push(b'/');
-        let key = &prefix[..prefix.len() - 1];
-        let step = &prefix[prefix.len() - name.len() - 1..];
-        let child_stem = matcher.key_stem(&prefix);
-        let advance_class = |class: &Class<'m>, groups: &'m PrefixGroups| {
-            let mut next = class.advance(step);
-            if let Some(group) = groups.at(&prefix) {
-                next.add_group(group, &prefix, prefix.len());
+        let key = self.key.child(name);
+        let short: Option<Box<[u8]>> = match &self.short {
+            Some(parent) if key.len() <= matcher.short_key_limit() => {
+                Some(entry_key(parent, name).into())
             }
-            next.finish(matcher, child_stem, true);
+            _ => None,
+        };
+        // `key/`, while a group prefix can be that long.
+        let prefix = short.as_deref().map(|short| {
+            let mut prefix = short.to_vec();
+            prefix.push(b'/');
+            prefix
+        });
+        let mut step = Vec::with_capacity(name.len() + 1);
+        step.extend_from_slice(name);
+        step.push(b'/');
+        // The stem is the key's first component: set one level below `/`.
+        let child_stem = if self.key.is_root() {
+            let mut first = Vec::with_capacity(name.len() + 2);
+            first.push(b'/');
+            first.extend_from_slice(&step);
+            matcher.key_stem(&first)
+        } else {
+            self.child_stem
+        };
+        let crowd = key.len() <= CROWD_KEY_LIMIT;
+        let advance_class = |class: &Class<'m>, groups: &'m PrefixGroups| {
+            let mut next = class.advance(&step);
+            if let Some(prefix) = &prefix {
+                if let Some(group) = groups.at(prefix) {
+                    next.add_group(group, prefix, prefix.len());
+                }
+            }
+            next.finish(matcher, child_stem, true, crowd);
             next
         };
         Tracked {
             exact: advance_class(&self.exact, &matcher.exact_groups),
             regex: advance_class(&self.regex, &matcher.regex_groups),
-            literal_entries: matcher.has_literal_entries(key),
-            key: key.into(),
+            literal_entries: short
+                .as_deref()
+                .is_some_and(|short| matcher.has_literal_entries(short)),
+            key,
+            short,
             child_stem,
         }
     }
@@ -334,11 +385,14 @@ impl<'m> Tracked<'m> {
         ENTRY_KEY.with(|buffer| {
             let mut key = buffer.borrow_mut();
             key.clear();
-            key.extend_from_slice(&self.key);
-            if &*self.key != b"/" {
-                key.push(b'/');
+            // The full key only where a table or a whole group needs it.
+            if self.literal_entries || self.exact.needs_key() || self.regex.needs_key() {
+                self.key.write_to(&mut key);
+                if !self.key.is_root() {
+                    key.push(b'/');
+                }
+                key.extend_from_slice(name);
             }
-            key.extend_from_slice(name);
             let (mode, stem) = (kind.selabel_mode(), self.child_stem);
             let accept = |index: u32| matcher.accepts(index, mode, stem);
             let literal_best = if self.literal_entries {
@@ -365,8 +419,9 @@ thread_local! {
 #[derive(Clone, Debug)]
 pub struct Directory<'m> {
     matcher: &'m Matcher,
-    /// The directory's key as given, normalised.
-    key: Box<[u8]>,
+    /// The directory's key as given, normalised; shared with its parent's,
+    /// put together only for fallbacks.
+    key: PathChain,
     /// `None`: entries get full lookups.
     tracked: Option<Tracked<'m>>,
 }
@@ -377,7 +432,7 @@ impl<'m> Directory<'m> {
             Some(nul) => &key[..nul],
             None => key,
         };
-        let key: Box<[u8]> = normalise(key).into();
+        let key = normalise(key);
         let tracked = Self::substituted_key(matcher, &key).map(|substituted| {
             let components = substituted
                 .split(|&byte| byte == b'/')
@@ -388,7 +443,7 @@ impl<'m> Directory<'m> {
         });
         Directory {
             matcher,
-            key,
+            key: PathChain::new(&key),
             tracked,
         }
     }
@@ -420,23 +475,17 @@ impl<'m> Directory<'m> {
     }
 
     /// The directory's entry `name`, which will have entries of its own.
+    /// For a tracked directory and a plain name this costs the name's
+    /// length, not the depth: no alias lies below a tracked directory's
+    /// key, so none lies below its entries' and they are tracked too.
     pub fn subdirectory(&self, name: &[u8]) -> Directory<'m> {
-        let key = entry_key(&self.key, name);
-        let (Some(tracked), true) = (&self.tracked, is_name(name)) else {
-            return Directory::new(self.matcher, &key);
-        };
-        if Self::substituted_key(self.matcher, &key).is_none() {
-            return Directory {
+        match &self.tracked {
+            Some(tracked) if is_name(name) => Directory {
                 matcher: self.matcher,
-                key: key.into(),
-                tracked: None,
-            };
-        }
-        let tracked = tracked.advance(self.matcher, name);
-        Directory {
-            matcher: self.matcher,
-            key: key.into(),
-            tracked: Some(tracked),
+                key: self.key.child(name),
+                tracked: Some(tracked.advance(self.matcher, name)),
+            },
+            _ => Directory::new(self.matcher, &entry_key(&self.key.to_vec(), name)),
         }
     }
 
@@ -445,7 +494,9 @@ impl<'m> Directory<'m> {
     pub fn lookup(&self, name: &[u8], kind: FileKind) -> Option<&'m str> {
         let winner = match &self.tracked {
             Some(tracked) if is_name(name) => tracked.winner(self.matcher, name, kind),
-            _ => self.matcher.winner(&entry_key(&self.key, name), kind),
+            _ => self
+                .matcher
+                .winner(&entry_key(&self.key.to_vec(), name), kind),
         };
         self.matcher.context_of(winner?)
     }

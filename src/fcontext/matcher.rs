@@ -118,6 +118,9 @@ pub(crate) struct Matcher {
     /// The directory part (before the last `/`, `/` itself for `/x`) of every
     /// literal: a directory not in here has no literal among its entries.
     literal_directories: Table<()>,
+    /// Keys longer than this name no prefix group and no literal directory
+    /// (see [`Matcher::short_key_limit`]).
+    short_key_limit: usize,
     /// Automata for "exact" specs that are not plain literals (`/a\d`).
     pub(super) exact_groups: PrefixGroups,
     pub(super) regex_groups: PrefixGroups,
@@ -297,19 +300,29 @@ impl Matcher {
                 stem,
             });
         }
+        let literal_directories: Table<()> = literals
+            .keys()
+            .filter_map(|literal| {
+                let slash = literal.iter().rposition(|&byte| byte == b'/')?;
+                Some((literal[..slash.max(1)].into(), ()))
+            })
+            .collect();
+        let exact_groups = PrefixGroups::build(exact_members)?;
+        let regex_groups = PrefixGroups::build(regex_members)?;
+        let short_key_limit = literal_directories
+            .keys()
+            .map(|directory| directory.len())
+            .chain([exact_groups.longest_prefix, regex_groups.longest_prefix])
+            .max()
+            .unwrap_or(0);
         Ok(Self {
             specs: compiled,
             stems,
-            literal_directories: literals
-                .keys()
-                .filter_map(|literal| {
-                    let slash = literal.iter().rposition(|&byte| byte == b'/')?;
-                    Some((literal[..slash.max(1)].into(), ()))
-                })
-                .collect(),
+            literal_directories,
+            short_key_limit,
             literals,
-            exact_groups: PrefixGroups::build(exact_members)?,
-            regex_groups: PrefixGroups::build(regex_members)?,
+            exact_groups,
+            regex_groups,
             first_exact: u32::try_from(first_exact).map_err(|_| too_many())?,
             local_subs,
             dist_subs,
@@ -318,6 +331,13 @@ impl Matcher {
 
     pub(crate) fn len(&self) -> usize {
         self.specs.len()
+    }
+
+    /// The longest directory key that a prefix group (with its `/`) or a
+    /// literal's directory can be: a tree walk below it needs no key bytes
+    /// for either, only the automaton states.
+    pub(super) fn short_key_limit(&self) -> usize {
+        self.short_key_limit
     }
 
     /// Whether spec `index` applies to a key of stem `key_stem` looked up

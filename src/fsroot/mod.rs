@@ -41,7 +41,7 @@ use rustix::io::Errno;
 
 pub use entry::{Entry, Handle, Meta};
 pub use escape::EscapedPath;
-pub(crate) use key::{components, is_at_or_below};
+pub(crate) use key::components;
 
 /// How every multi-component path is resolved below a root.
 const RESOLVE: ResolveFlags = ResolveFlags::BENEATH

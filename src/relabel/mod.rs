@@ -75,6 +75,7 @@ pub use crate::fsroot::EscapedPath;
 pub use walk::relabel;
 
 use crate::fcontext::FileKind;
+use crate::path_chain::PathChain;
 
 /// The xattr that holds an object's SELinux context.
 pub const XATTR_NAME: &str = "security.selinux";
@@ -215,11 +216,57 @@ pub struct Summary {
     pub seconds: f64,
 }
 
+/// Where an object is, as the walk reached it: its directory's path and
+/// its name, joined only when shown or kept, so that a walk never builds a
+/// path per object (deep trees would cost their depth for each). Displays
+/// escaped, like [`EscapedPath`].
+#[derive(Clone, Copy, Debug)]
+pub struct ObjectPath<'a> {
+    directory: &'a PathChain,
+    name: Option<&'a [u8]>,
+}
+
+impl<'a> ObjectPath<'a> {
+    /// The directory itself.
+    pub fn directory(directory: &'a PathChain) -> Self {
+        Self {
+            directory,
+            name: None,
+        }
+    }
+
+    /// Entry `name` of `directory`.
+    pub fn entry(directory: &'a PathChain, name: &'a [u8]) -> Self {
+        Self {
+            directory,
+            name: Some(name),
+        }
+    }
+
+    /// The path on disk (including any alternate root).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut path = self.directory.to_vec();
+        if let Some(name) = self.name {
+            if !self.directory.is_root() {
+                path.push(b'/');
+            }
+            path.extend_from_slice(name);
+        }
+        path
+    }
+}
+
+impl std::fmt::Display for ObjectPath<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(&EscapedPath(&self.to_bytes()), f)
+    }
+}
+
 /// A label that differs from the spec, reported whether or not it is written.
 #[derive(Debug)]
 pub struct Change<'a> {
     /// The object's path on disk (including any alternate root).
-    pub path: &'a [u8],
+    pub path: ObjectPath<'a>,
     pub kind: FileKind,
     /// The stored context (trailing NUL removed); `None` if there was none
     /// or it was empty.
@@ -233,7 +280,7 @@ pub struct Change<'a> {
 /// A later hard link whose spec disagrees with the link visited first.
 #[derive(Debug)]
 pub struct HardLinkConflict<'a> {
-    pub path: &'a [u8],
+    pub path: ObjectPath<'a>,
     /// What this path's spec asks for (not applied).
     pub wanted: &'a str,
     /// What the first visited link asked for (kept).
@@ -357,7 +404,7 @@ impl Collector {
 impl Observer for Collector {
     fn changed(&self, change: &Change<'_>) {
         let drift = Drift {
-            path: change.path.to_vec(),
+            path: change.path.to_bytes(),
             kind: change.kind,
             found: change.found.map(<[u8]>::to_vec),
             expected: change.expected.to_owned(),

@@ -15,11 +15,12 @@ use rustix::io::Errno;
 use super::hardlinks::{Claim, HardLinks};
 use super::label::{decide, stored_context, Decision};
 use super::{
-    Change, HardLinkConflict, LabelLookup, MountPolicy, ObjectError, Observer, Operation,
-    RelabelError, RelabelOptions, Summary, WriteMode, XATTR_NAME,
+    Change, HardLinkConflict, LabelLookup, MountPolicy, ObjectError, ObjectPath, Observer,
+    Operation, RelabelError, RelabelOptions, Summary, WriteMode, XATTR_NAME,
 };
-use crate::fcontext::{entry_key, FileKind};
-use crate::fsroot::{is_at_or_below, Entry, Handle, Meta, Root};
+use crate::fcontext::FileKind;
+use crate::fsroot::{components, Entry, Handle, Meta, Root};
+use crate::path_chain::PathChain;
 
 /// Bytes read per `getdents` call.
 const DIRENT_BUFFER: usize = 32 * 1024;
@@ -46,12 +47,15 @@ pub fn relabel<L: LabelLookup + ?Sized>(
         Some(root) => Root::open(root)?,
         None => Root::open(Path::new("/"))?,
     };
-    // Excludes need not exist: they are compared as paths.
+    // Excludes need not exist: they are compared as keys, a name at a time.
     let excludes = options
         .excludes
         .iter()
-        .map(|path| Ok(root.display(&root.key(path)?)))
-        .collect::<Result<Vec<_>, RelabelError>>()?;
+        .map(|path| {
+            let key = root.key(path)?;
+            Ok(components(&key).map(Box::from).collect())
+        })
+        .collect::<Result<Vec<Vec<Box<[u8]>>>, RelabelError>>()?;
     let operands = paths
         .iter()
         .map(|path| {
@@ -97,13 +101,25 @@ struct Operand {
 /// An open directory whose entries are being, or will be, visited.
 struct OpenDir<D> {
     fd: OwnedFd,
-    path: Box<[u8]>,
+    /// Shared with its parent's: a directory costs its name, not its depth.
+    path: PathChain,
     /// Its entries must be on the same mount (unless crossing mounts).
     meta: Meta,
-    /// Some exclude lies strictly below this directory.
-    excludes_below: bool,
+    /// Where the walk stands among the excludes.
+    excludes: Excludes,
     /// What the label lookups of its entries share.
     labels: D,
+}
+
+/// The excludes that lie strictly below a directory, matched one name per
+/// level, so that checking an entry costs nothing when there are none.
+#[derive(Clone, Debug, Default)]
+struct Excludes {
+    /// Components of the directory's key below the root.
+    depth: usize,
+    /// Indices of the excludes whose first `depth` components are the
+    /// directory's key and which have more.
+    live: Vec<usize>,
 }
 
 /// A subdirectory still to visit. Holding the parent keeps its fd open until
@@ -223,8 +239,8 @@ struct Walker<'a, L: ?Sized> {
     options: &'a RelabelOptions,
     /// The alternate root, or `/`: operands were resolved below it.
     root: Root,
-    /// Excluded paths as shown (the root's path joined with their key).
-    excludes: Vec<Vec<u8>>,
+    /// The components of each exclude's key.
+    excludes: Vec<Vec<Box<[u8]>>>,
     observer: &'a dyn Observer,
     hard_links: HardLinks,
     totals: Totals,
@@ -234,27 +250,46 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
     fn start<'s>(&'s self, scope: &rayon::Scope<'s>, operand: Operand) {
         let mut tally = Tally::default();
         let Operand { key, entry } = operand;
-        let path = self.root.display(&key);
-        if self.excludes.iter().any(|e| is_at_or_below(&path, e)) {
+        let path = PathChain::new(&self.root.display(&key));
+        let object = ObjectPath::directory(&path);
+        let names: Vec<&[u8]> = components(&key).collect();
+        let prefix_of_key = |exclude: &[Box<[u8]>]| {
+            exclude
+                .iter()
+                .zip(&names)
+                .all(|(excluded, name)| **excluded == **name)
+        };
+        if self
+            .excludes
+            .iter()
+            .any(|e| e.len() <= names.len() && prefix_of_key(e))
+        {
             tally.excluded += 1;
         } else if entry.kind() == FileType::Directory {
+            let excludes = Excludes {
+                depth: names.len(),
+                live: (0..self.excludes.len())
+                    .filter(|&i| prefix_of_key(&self.excludes[i]))
+                    .collect(),
+            };
             match entry.open_dir() {
                 Ok(fd) => {
                     let entered = Entered {
                         fd,
                         meta: *entry.meta(),
-                        path,
                         expected: self.labels.expected_label(&key, FileKind::Dir),
                         labels: self.labels.directory(&key),
+                        path,
+                        excludes,
                     };
                     self.enter_dir(scope, entered, &mut tally);
                 }
-                Err(errno) => self.fail(&path, Operation::Open, errno, &mut tally),
+                Err(errno) => self.fail(object, Operation::Open, errno, &mut tally),
             }
         } else {
             // Labelled through its O_PATH fd, whatever it is.
             let expected = |kind| self.labels.expected_label(&key, kind);
-            self.label(entry.handle(), &path, entry.meta(), expected, &mut tally);
+            self.label(entry.handle(), object, entry.meta(), expected, &mut tally);
         }
         self.finish(tally);
     }
@@ -266,16 +301,16 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
     fn visit_dir<'s>(&'s self, scope: &rayon::Scope<'s>, job: DirJob<L::Directory<'a>>) {
         let mut tally = Tally::default();
         let DirJob { parent, name } = job;
-        let path = entry_key(&parent.path, name.as_bytes());
+        let path = ObjectPath::entry(&parent.path, name.as_bytes());
         let entry = match Entry::open_at(&parent.fd, &name) {
             Ok(entry) => entry,
             Err(errno) => {
-                self.fail(&path, Operation::Open, errno, &mut tally);
+                self.fail(path, Operation::Open, errno, &mut tally);
                 return self.finish(tally);
             }
         };
         if entry.kind() != FileType::Directory {
-            self.label_entry(&parent, &name, &entry, &path, &mut tally);
+            self.label_entry(&parent, &name, &entry, &mut tally);
         } else if self.leaves_filesystem(&parent.meta, entry.meta()) {
             tally.mounts_skipped += 1;
         } else {
@@ -285,7 +320,8 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
                     let entered = Entered {
                         fd,
                         meta: *entry.meta(),
-                        path,
+                        path: parent.path.child(name),
+                        excludes: self.excludes_of(&parent.excludes, name),
                         expected: self.labels.entry_label(&parent.labels, name, FileKind::Dir),
                         labels: self.labels.subdirectory(&parent.labels, name),
                     };
@@ -295,10 +331,10 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
                 // Still label it, through its O_PATH fd, then say why its
                 // contents were not visited.
                 Err(errno @ (Errno::ACCESS | Errno::PERM)) => {
-                    self.label_entry(&parent, &name, &entry, &path, &mut tally);
-                    self.fail(&path, Operation::ReadDirectory, errno, &mut tally);
+                    self.label_entry(&parent, &name, &entry, &mut tally);
+                    self.fail(path, Operation::ReadDirectory, errno, &mut tally);
                 }
-                Err(errno) => self.fail(&path, Operation::Open, errno, &mut tally),
+                Err(errno) => self.fail(path, Operation::Open, errno, &mut tally),
             }
         }
         self.finish(tally);
@@ -315,22 +351,20 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
             fd,
             meta,
             path,
+            excludes,
             expected,
             labels,
         } = entered;
         let handle = Handle::Fd(fd.as_fd());
-        if self.label(handle, &path, &meta, |_| expected, tally) == Descend::No {
+        let object = ObjectPath::directory(&path);
+        if self.label(handle, object, &meta, |_| expected, tally) == Descend::No {
             return;
         }
-        let excludes_below = self
-            .excludes
-            .iter()
-            .any(|e| e.len() > path.len() && is_at_or_below(e, &path));
         let dir = Arc::new(OpenDir {
             fd,
-            path: path.into_boxed_slice(),
+            path,
             meta,
-            excludes_below,
+            excludes,
             labels,
         });
         self.list(scope, &dir, tally);
@@ -339,29 +373,25 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
     fn list<'s>(&'s self, scope: &rayon::Scope<'s>, dir: &Arc<Dir<'a, L>>, tally: &mut Tally) {
         let mut buffer = Vec::with_capacity(DIRENT_BUFFER);
         let mut entries = RawDir::new(dir.fd.as_fd(), buffer.spare_capacity_mut());
-        let mut child = dir.path.to_vec();
-        let base = child.len();
         while let Some(entry) = entries.next() {
             let entry = match entry {
                 Ok(entry) => entry,
-                Err(errno) => return self.fail(&dir.path, Operation::ReadDirectory, errno, tally),
+                Err(errno) => {
+                    let path = ObjectPath::directory(&dir.path);
+                    return self.fail(path, Operation::ReadDirectory, errno, tally);
+                }
             };
             let name = entry.file_name();
             if matches!(name.to_bytes(), b"." | b"..") {
                 continue;
             }
-            child.truncate(base);
-            if base != 1 {
-                child.push(b'/');
-            }
-            child.extend_from_slice(name.to_bytes());
-            if dir.excludes_below && self.excludes.contains(&child) {
+            if self.is_excluded(&dir.excludes, name.to_bytes()) {
                 tally.excluded += 1;
                 continue;
             }
             match entry.file_type() {
                 FileType::Directory => self.spawn_dir(scope, dir, name),
-                _ => self.visit_entry(scope, dir, name, &child, tally),
+                _ => self.visit_entry(scope, dir, name, tally),
             }
         }
     }
@@ -383,31 +413,48 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
         scope: &rayon::Scope<'s>,
         dir: &Arc<Dir<'a, L>>,
         name: &CStr,
-        path: &[u8],
         tally: &mut Tally,
     ) {
         match Entry::open_at(&dir.fd, name) {
             // Replaced by a directory since it was listed.
             Ok(entry) if entry.kind() == FileType::Directory => self.spawn_dir(scope, dir, name),
-            Ok(entry) => self.label_entry(dir, name, &entry, path, tally),
-            Err(errno) => self.fail(path, Operation::Open, errno, tally),
+            Ok(entry) => self.label_entry(dir, name, &entry, tally),
+            Err(errno) => {
+                let path = ObjectPath::entry(&dir.path, name.to_bytes());
+                self.fail(path, Operation::Open, errno, tally)
+            }
+        }
+    }
+
+    /// Whether entry `name` of a directory is excluded.
+    fn is_excluded(&self, excludes: &Excludes, name: &[u8]) -> bool {
+        excludes.live.iter().any(|&i| {
+            let exclude = &self.excludes[i];
+            exclude.len() == excludes.depth + 1 && *exclude[excludes.depth] == *name
+        })
+    }
+
+    /// The excludes below subdirectory `name` of a directory.
+    fn excludes_of(&self, excludes: &Excludes, name: &[u8]) -> Excludes {
+        let live = excludes.live.iter().copied().filter(|&i| {
+            let exclude = &self.excludes[i];
+            exclude.len() > excludes.depth + 1 && *exclude[excludes.depth] == *name
+        });
+        Excludes {
+            depth: excludes.depth + 1,
+            live: live.collect(),
         }
     }
 
     /// Labels `entry`, the entry `name` of `dir`, through its O_PATH fd
     /// (without descending) unless it is on another mount.
-    fn label_entry(
-        &self,
-        dir: &Dir<'a, L>,
-        name: &CStr,
-        entry: &Entry,
-        path: &[u8],
-        tally: &mut Tally,
-    ) {
+    fn label_entry(&self, dir: &Dir<'a, L>, name: &CStr, entry: &Entry, tally: &mut Tally) {
         if self.leaves_filesystem(&dir.meta, entry.meta()) {
             tally.mounts_skipped += 1;
         } else {
-            let expected = |kind| self.labels.entry_label(&dir.labels, name.to_bytes(), kind);
+            let name = name.to_bytes();
+            let expected = |kind| self.labels.entry_label(&dir.labels, name, kind);
+            let path = ObjectPath::entry(&dir.path, name);
             self.label(entry.handle(), path, entry.meta(), expected, tally);
         }
     }
@@ -423,7 +470,7 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
     fn label(
         &self,
         handle: Handle<'_>,
-        path: &[u8],
+        path: ObjectPath<'_>,
         meta: &Meta,
         expected: impl FnOnce(FileKind) -> Option<&'a str>,
         tally: &mut Tally,
@@ -486,14 +533,14 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
         Descend::Yes
     }
 
-    fn fail(&self, path: &[u8], operation: Operation, errno: Errno, tally: &mut Tally) {
+    fn fail(&self, path: ObjectPath<'_>, operation: Operation, errno: Errno, tally: &mut Tally) {
         if errno == Errno::NOENT && operation != Operation::ReadDirectory {
             tally.vanished += 1;
             return;
         }
         tally.errors += 1;
         self.observer.failed(&ObjectError {
-            path: path.to_vec(),
+            path: path.to_bytes(),
             operation,
             source: errno.into(),
         });
@@ -511,7 +558,8 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
 struct Entered<'a, L: LabelLookup + ?Sized + 'a> {
     fd: OwnedFd,
     meta: Meta,
-    path: Vec<u8>,
+    path: PathChain,
+    excludes: Excludes,
     expected: Option<&'a str>,
     labels: L::Directory<'a>,
 }
@@ -527,16 +575,5 @@ fn file_kind(file_type: FileType) -> FileKind {
         FileType::Socket => FileKind::Socket,
         // fstat always reports a type; `Any` matches every spec.
         FileType::Unknown => FileKind::Any,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn children_of_root_have_one_slash() {
-        assert_eq!(entry_key(b"/", b"var"), b"/var");
-        assert_eq!(entry_key(b"/var", b"log"), b"/var/log");
     }
 }

@@ -95,7 +95,7 @@ pub fn our_answer(contexts: &FileContexts, key: &[u8], kind: FileKind) -> Answer
 
 /// Whether two answers agree. libselinux refuses an empty key with EINVAL;
 /// ours answers "no label" for it, which callers treat alike.
-fn agree(ours: &Answer, theirs: &Answer, key: &[u8]) -> bool {
+pub fn agree(ours: &Answer, theirs: &Answer, key: &[u8]) -> bool {
     ours == theirs
         || (key.is_empty() && *ours == Answer::NoLabel && *theirs == Answer::Error(Some(EINVAL)))
 }
