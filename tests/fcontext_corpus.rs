@@ -1,5 +1,5 @@
 //! Differential test (a): the edge-case corpus in `tests/data/fcontext/corpus`
-//! (one directory per rule of `notes/file-contexts.md`), every key × every file
+//! (one directory per rule of `docs/file-contexts.md`), every key × every file
 //! mode, semanifest against the real libselinux 3.4. See the corpus README.
 
 #[path = "common/fc_oracle.rs"]

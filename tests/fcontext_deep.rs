@@ -1,4 +1,4 @@
-//! Per-directory lookups on deep keys (issue 16): a directory below the
+//! Per-directory lookups on deep keys: a directory below the
 //! longest prefix group and literal directory keeps no key bytes, and one
 //! below 4 KiB no longer runs crowded groups on its full key. Both must
 //! still answer exactly like plain lookups and libselinux, with literal

@@ -1,8 +1,8 @@
-//! `semanifest check --k8s` as a user runs it on real manifests: each case
-//! of issue 17, through the binary and its JSON report, with the exit code.
-//! Every test here failed on the code before the fix (see
-//! `/work/team/notes/issue-17.md` for the run); the upstream files are the
-//! unmodified ones of `tests/data/k8s/upstream/`.
+//! `semanifest check --k8s` as a user runs it on real manifests, through the
+//! binary and its JSON report, with the exit code: one bad document among
+//! good ones, directories read as kubectl reads them, merge keys, and the
+//! exit codes of bad input. The upstream files are the unmodified ones of
+//! `tests/data/k8s/upstream/`.
 
 mod common;
 
@@ -79,7 +79,7 @@ fn rule_lines(report: &Report, rule: &str) -> Vec<u64> {
         .collect()
 }
 
-/// Issue 17.1: a bad document first, then kubeadm's unchanged etcd static
+/// A bad document first, then kubeadm's unchanged etcd static
 /// pod. The etcd volume (line 57 of the upstream file) must be reported
 /// below the bad document, whatever the bad document is.
 #[test]
@@ -159,7 +159,7 @@ fn a_bad_document_hides_no_other_document() {
     }
 }
 
-/// Issue 17.2: a directory holding only `pod.json` (hostPath
+/// A directory holding only `pod.json` (hostPath
 /// /var/lib/etcd) is read, like `kubectl apply -f DIR` reads it, and what
 /// is skipped is noted.
 #[test]
@@ -212,7 +212,7 @@ fn a_directory_is_read_like_kubectl() {
     assert_eq!(report.code, Some(1));
 }
 
-/// Issue 17.3: positions at the `path:` value through merge keys and
+/// Positions at the `path:` value through merge keys and
 /// aliases, with a note saying where the value came from.
 #[test]
 fn positions_through_merge_keys_and_aliases() {
@@ -273,7 +273,7 @@ spec:
     assert!(aliased[0].2.contains("alias"), "{aliased:?}");
 }
 
-/// Issue 17.4: exit 2 for a file that is not YAML, with the finding and its
+/// Exit 2 for a file that is not YAML, with the finding and its
 /// source line; exit 1 for findings, a document that is YAML but not an
 /// object included; 0 for clean input.
 #[test]
@@ -326,7 +326,7 @@ fn exit_codes_and_snippets() {
     assert_eq!(check_k8s(&[&shape, &broken]).code, Some(2));
 }
 
-/// Issue 17.5: aws-ebs-csi-driver's Windows DaemonSet (unmodified) is one
+/// Aws-ebs-csi-driver's Windows DaemonSet (unmodified) is one
 /// note at its `kubernetes.io/os: windows`, not six "not absolute" errors.
 #[test]
 fn windows_workloads_are_skipped_with_a_note() {
@@ -393,7 +393,7 @@ fn windows_workloads_are_skipped_with_a_note() {
     );
 }
 
-/// Issue 17.6: rook's cleanup job shape: a privileged container mounting
+/// Rook's cleanup job shape: a privileged container mounting
 /// `path: "<dataDirHostPath>"` keeps the privileged finding beside the
 /// invalid path.
 #[test]

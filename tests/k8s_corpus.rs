@@ -34,7 +34,7 @@ fn layout_location(line: u32) -> Option<Location> {
     })
 }
 
-/// The default layout's values (see DESIGN §2).
+/// The default layout's values (see `docs/manifest.md`).
 fn default_rules() -> HostPathRules {
     let protected = |p, line| LayoutPathRule {
         path: path(p),
@@ -467,8 +467,8 @@ fn load_paths_walks_directories_and_names_files_as_given() {
 }
 
 /// The directory rule of `kubectl apply -R -f DIR`, and a note for every
-/// entry left out. Fails on the code before issue 17: `.json` and
-/// dot-files were not read, and nothing said what was skipped.
+/// entry left out (a directory scan once skipped `.json` and dot-files
+/// without a word).
 #[test]
 fn load_paths_reads_like_kubectl_and_notes_what_it_skips() {
     let dir = tempfile::tempdir().unwrap();

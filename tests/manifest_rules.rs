@@ -1,4 +1,4 @@
-//! One test per manifest rule of DESIGN §2: the rule fires, with its message,
+//! One test per manifest rule of `docs/manifest.md`: the rule fires, with its message,
 //! at the exact line:column of the offending value. Each case is a whole
 //! manifest so the positions can be read off the text.
 

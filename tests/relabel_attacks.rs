@@ -1,4 +1,4 @@
-//! Adversarial tests of `semanifest relabel` (issue 16): an attacker who
+//! Adversarial tests of `semanifest relabel`: an attacker who
 //! controls a directory between `--root` and an operand, or the tree being
 //! walked, races the relabeler. A victim tree outside the root is dumped
 //! (labels, modes, owners, times, contents) before and after; it must not

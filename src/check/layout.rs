@@ -1,4 +1,4 @@
-//! Layout findings: every manifest rule of DESIGN §2 (reported by
+//! Layout findings: every manifest rule of `docs/manifest.md` (reported by
 //! `manifest`), and the file_contexts hazards a manifest can hide — a path
 //! whose own spec never wins, overlapping specs ordered only by string
 //! comparison, a path the base policy already labels otherwise — plus a note

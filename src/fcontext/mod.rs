@@ -13,7 +13,7 @@
 //!   never panic, never touch the filesystem, and do not allocate unless the
 //!   key needs normalising (`//`, trailing `/`) or a substitution applies.
 //!
-//! The rules reproduced are listed in `notes/file-contexts.md`; in short:
+//! The rules reproduced are described in `docs/file-contexts.md`; in short:
 //! keys are normalised then substituted (`.subs` then `.subs_dist`); among
 //! the specs whose stem (first path component) fits the key and whose type
 //! fits the mode, the last one in libselinux's order wins, that order being

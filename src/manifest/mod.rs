@@ -5,7 +5,7 @@
 //! line:column of the offending YAML node. Two phases: the YAML shape
 //! (syntax, unknown fields, duplicate keys, wrong types — the first error
 //! stops this phase, as the document cannot be read further) and the rules of
-//! DESIGN §2 (all reported together).
+//! `docs/manifest.md` (all reported together).
 
 mod raw;
 pub mod schema;

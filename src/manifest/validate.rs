@@ -1,4 +1,4 @@
-//! The rules of DESIGN §2, applied to a parsed manifest. Every rule reports
+//! The rules of `docs/manifest.md`, applied to a parsed manifest. Every rule reports
 //! through one [`Diagnostic`] code, and all of them run before we give up, so a
 //! user sees every problem of a manifest at once.
 
