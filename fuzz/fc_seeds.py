@@ -8,7 +8,7 @@ its .subs after a `%%subs` line, then its keys (decoded as the corpus README
 says) separated by NUL bytes, 32 at most per seed (more seeds if needed).
 Each key is also added as it is written in the keys file, ` => CONTEXT`
 included: fuzzed bytes that look like that text are what found the only
-divergence reported so far.
+divergence reported so far (corpus case pcre2_match_limit).
 """
 import pathlib
 import re

@@ -244,3 +244,79 @@ fn labels_report_exactly_the_injected_drift() {
         stderr(&output)
     );
 }
+
+/// Unmounts on drop, so a failing test leaves no mount behind.
+struct Unmount(std::path::PathBuf);
+
+impl Drop for Unmount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+/// `--labels` walks like `relabel` (one resolution below the root, through
+/// `fsroot`): a symlink to a tree outside the root is not followed and a
+/// same-filesystem bind mount of it is not entered, so the outside tree's
+/// wrong labels are never reported. Control: `relabel --check
+/// --cross-mounts` reaches the same objects through the mount and finds
+/// them drifted.
+#[test]
+fn labels_stay_below_the_root_like_relabel() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let root = dir.path().join("root");
+    let outside = dir.path().join("outside");
+    fs::create_dir_all(root.join("var/mnt/data")).unwrap();
+    fs::create_dir_all(root.join("var/mnt/bound")).unwrap();
+    fs::write(root.join("var/mnt/data/a"), b"x").unwrap();
+    std::os::unix::fs::symlink(&outside, root.join("var/mnt/escape")).unwrap();
+    fs::create_dir_all(outside.join("sub")).unwrap();
+    fs::write(outside.join("sub/secret"), b"x").unwrap();
+    let output = run(semanifest()
+        .args([
+            "relabel",
+            "--layout",
+            "layouts/structured-var.yaml",
+            "--root",
+        ])
+        .arg(&root)
+        .arg(&root));
+    assert!(output.status.success(), "{}", stderr(&output));
+    for object in ["", "sub", "sub/secret"] {
+        setfattr(&outside.join(object), "system_u:object_r:etc_t:s0");
+    }
+    let status = Command::new("mount")
+        .arg("--bind")
+        .arg(&outside)
+        .arg(root.join("var/mnt/bound"))
+        .status()
+        .unwrap();
+    assert!(status.success(), "mount --bind");
+    let _mount = Unmount(root.join("var/mnt/bound"));
+
+    let output = check(&["--labels", root.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&output),
+        stderr(&output)
+    );
+    assert!(!stdout(&output).contains("secret"), "{}", stdout(&output));
+
+    let output = run(semanifest()
+        .args([
+            "relabel",
+            "--layout",
+            "layouts/structured-var.yaml",
+            "--check",
+            "--cross-mounts",
+            "--verbose",
+            "--root",
+        ])
+        .arg(&root)
+        .arg(&root));
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let reported = format!("{}{}", stdout(&output), stderr(&output));
+    assert!(reported.contains("var/mnt/bound/sub/secret"), "{reported}");
+    assert!(!reported.contains("escape/"), "{reported}");
+}

@@ -19,15 +19,19 @@ mod fc_oracle;
 
 use std::ffi::{c_char, c_int};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
-use fc_oracle::{agree, directory_mismatches, escape, our_answer, LibSelinux};
+use fc_oracle::{agree, directory_mismatches, escape, our_answer, LibSelinux, Pcre2Specs};
 use libfuzzer_sys::fuzz_target;
 use selinux::call_back::{CallBack, Log};
 use semanifest::fcontext::{FileContexts, FileKind};
 
 const SUBS_MARKER: &[u8] = b"\n%%subs\n";
 const MAX_KEYS: usize = 32;
+
+/// Lookups where PCRE2 gave up, reported now and then on stderr.
+static GAVE_UP: AtomicU64 = AtomicU64::new(0);
 
 /// libselinux logs every refused line to stderr; thousands a second would
 /// bury the report of a divergence.
@@ -88,16 +92,25 @@ fuzz_target!(|data: &[u8]| {
             subs.map(String::from_utf8_lossy).unwrap_or_default()
         )
     };
+    let mut pcre2 = None;
     for key in &keys {
         for kind in FileKind::ALL {
             let mine = our_answer(&ours, key, kind);
             let libselinux = theirs.lookup(key, kind);
-            if !agree(&mine, &libselinux, key) {
+            if agree(&mine, &libselinux, key) {
+                continue;
+            }
+            let pcre2 = pcre2.get_or_insert_with(|| Pcre2Specs::from_text(specs));
+            if !pcre2.agree(&mine, &libselinux, key, kind) {
                 panic!(
                     "divergence: key {} mode {kind:?}: semanifest {mine:?}, libselinux {libselinux:?}\n{}",
                     escape(key),
                     show()
                 );
+            }
+            let seen = GAVE_UP.fetch_add(1, Ordering::Relaxed) + 1;
+            if seen.is_power_of_two() {
+                eprintln!("PCRE2 gave up: {seen} lookups so far (last: {})", escape(key));
             }
         }
     }

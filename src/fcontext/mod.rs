@@ -37,6 +37,15 @@
 //! (keeping the specs it parsed before the error). A key is a C string for
 //! libselinux: bytes after a NUL are ignored here too; the empty key (EINVAL
 //! there) has no label here.
+//!
+//! One difference cannot be refused at load time: PCRE2 backtracks and gives
+//! up after 10,000,000 steps (or on its depth or heap limit), and libselinux
+//! then ends the lookup with ENOENT, "no label", even where an earlier spec
+//! matches. Whether that happens depends on the key as much as on the spec
+//! (`/a/(.*)*t` on a 40-byte key; `/a/.*.*t` only from a few thousand bytes),
+//! so no spec can be singled out. Our automata have no such limit: the
+//! answer is the one the specs give, in linear time. The tests confirm each
+//! such case with PCRE2 itself (corpus case `pcre2_match_limit`).
 
 mod dialect;
 mod directory;

@@ -441,3 +441,128 @@ pub fn assert_directory_lookups_agree(contexts: &FileContexts, keys: &[Vec<u8>],
         );
     }
 }
+
+/// PCRE2 itself, each spec compiled the way libselinux 3.4 compiles it
+/// (`^SPEC$`, `PCRE2_DOTALL` only, no JIT, default match context), to tell
+/// one known divergence from the rest.
+///
+/// PCRE2 backtracks, and gives up after 10,000,000 steps
+/// (`PCRE2_ERROR_MATCHLIMIT`) or on its depth or heap limit. libselinux
+/// then stops the lookup and answers ENOENT, "no label", whatever the specs
+/// say; semanifest's automata have no such limit and answer what the regex
+/// means. A spec such as `/a/(.*)*t`, or `/a/.*.*t` on a key of a few
+/// thousand bytes, is enough (corpus case `pcre2_match_limit`).
+pub struct Pcre2Specs {
+    /// Each spec's type bits (0 = any) and its regex; `None` when PCRE2
+    /// refuses it (libselinux would fail the lookups that reach it; our
+    /// loader refuses the file, so such files are never compared).
+    specs: Vec<(u32, Option<pcre2::bytes::Regex>)>,
+}
+
+impl Pcre2Specs {
+    /// The specs of `fc` and its `.homedirs` and `.local` siblings (text
+    /// files; order does not matter here).
+    pub fn read(fc: &Path) -> Self {
+        let mut specs = Vec::new();
+        for suffix in ["", ".homedirs", ".local"] {
+            let mut name = fc.as_os_str().to_owned();
+            name.push(suffix);
+            if let Ok(text) = std::fs::read(&name) {
+                specs.extend(Self::parse(&text));
+            }
+        }
+        Self { specs }
+    }
+
+    /// The specs of one file_contexts text.
+    pub fn from_text(text: &[u8]) -> Self {
+        Self {
+            specs: Self::parse(text),
+        }
+    }
+
+    fn parse(text: &[u8]) -> Vec<(u32, Option<pcre2::bytes::Regex>)> {
+        let mut specs = Vec::new();
+        for line in text.split(|&byte| byte == b'\n') {
+            let fields: Vec<&[u8]> = line
+                .split(|byte| byte.is_ascii_whitespace())
+                .filter(|field| !field.is_empty())
+                .collect();
+            let (regex, mode) = match fields.as_slice() {
+                [] | [_] => continue,
+                [first, ..] if first.starts_with(b"#") => continue,
+                [regex, _context] => (regex, 0),
+                [regex, kind, ..] => (regex, type_bits(kind)),
+            };
+            // libselinux refuses non-ASCII specs, so a spec is valid UTF-8.
+            let Ok(regex) = std::str::from_utf8(regex) else {
+                continue;
+            };
+            let compiled = pcre2::bytes::RegexBuilder::new()
+                .dotall(true)
+                .build(&format!("^{regex}$"))
+                .ok();
+            specs.push((mode, compiled));
+        }
+        specs
+    }
+
+    /// The PCRE2 error (its negative code) of the first spec whose type
+    /// fits `kind` and on which PCRE2 gives up for `key`, as given or as
+    /// libselinux normalises it (`//` runs collapsed, one trailing `/`
+    /// removed). Substitutions are not applied.
+    pub fn gives_up(&self, key: &[u8], kind: FileKind) -> Option<i32> {
+        let normalised = normalise(key);
+        let mode = kind.selabel_mode();
+        self.specs
+            .iter()
+            .filter(|(spec_mode, _)| mode == 0 || *spec_mode == 0 || *spec_mode == mode)
+            .filter_map(|(_, regex)| regex.as_ref())
+            .find_map(|regex| {
+                [key, normalised.as_slice()]
+                    .into_iter()
+                    .find_map(|key| regex.is_match(key).err().map(|error| error.code()))
+            })
+    }
+
+    /// Whether `ours` and `theirs` agree, or differ only because PCRE2 gave
+    /// up: libselinux answered "no label" and PCRE2 fails on `key`.
+    pub fn agree(&self, ours: &Answer, theirs: &Answer, key: &[u8], kind: FileKind) -> bool {
+        agree(ours, theirs, key)
+            || (*theirs == Answer::NoLabel && self.gives_up(key, kind).is_some())
+    }
+}
+
+/// `PCRE2_ERROR_MATCHLIMIT`: what PCRE2 says when it gives up backtracking.
+pub const PCRE2_ERROR_MATCHLIMIT: i32 = -47;
+
+/// The `S_IFMT` bits of a type field (`--`, `-d`, ...); 0 for anything
+/// else (libselinux refuses such files, and so do we).
+fn type_bits(field: &[u8]) -> u32 {
+    match field {
+        b"--" => 0o100000,
+        b"-d" => 0o040000,
+        b"-c" => 0o020000,
+        b"-b" => 0o060000,
+        b"-s" => 0o140000,
+        b"-l" => 0o120000,
+        b"-p" => 0o010000,
+        _ => 0,
+    }
+}
+
+/// libselinux's key normalisation: runs of `/` collapsed, then one trailing
+/// `/` removed (not from `/` itself).
+fn normalise(key: &[u8]) -> Vec<u8> {
+    let mut out: Vec<u8> = Vec::with_capacity(key.len());
+    for &byte in key {
+        if byte == b'/' && out.last() == Some(&b'/') {
+            continue;
+        }
+        out.push(byte);
+    }
+    if out.len() > 1 && out.last() == Some(&b'/') {
+        out.pop();
+    }
+    out
+}
