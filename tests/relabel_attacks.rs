@@ -430,10 +430,37 @@ fn fifo_swap_releases_a_walker_that_opens_listed_files() {
     }
     let swaps = swapper.stop();
     let releases = trap.releases();
-    eprintln!(
-        "old approach: {FIFO_RUNS} runs under {swaps} swaps, writer released {releases} times"
-    );
+    eprintln!("old approach: {runs} runs under {swaps} swaps, writer released {releases} times");
     assert!(releases > 0);
+}
+
+/// Comparison: `setfiles -F` under the same swap. It reads and writes
+/// labels by path (`lgetfilecon`/`lsetfilecon`) and opens no object, so it
+/// never releases the writer either; what it labels is whatever the path
+/// names at each call.
+#[test]
+fn fifo_swap_under_setfiles() {
+    let trap = FifoTrap::new();
+    let swapper = trap.swap();
+    let mut fifo_labelled = false;
+    let mut failed = 0;
+    for _ in 0..FIFO_RUNS {
+        for name in ["file", "pipe"] {
+            let _ = rustix::fs::lremovexattr(trap.q.join(name), XATTR);
+        }
+        let operands = vec![trap.q.as_path(); LISTINGS];
+        let output = setfiles(&trap.fc, Some(&trap.root), &operands);
+        failed += usize::from(!output.status.success());
+        fifo_labelled |= label_of(&trap.link).as_deref() == Some(IN_TREE_LABEL);
+    }
+    let swaps = swapper.stop();
+    assert!(fifo_labelled, "setfiles labelled the FIFO");
+    let releases = trap.releases();
+    eprintln!(
+        "setfiles -F: {FIFO_RUNS} runs under {swaps} swaps, writer released {releases} times, \
+         {failed} runs exited non-zero"
+    );
+    assert_eq!(releases, 0);
 }
 
 /// A same-filesystem bind mount of the victim inside the tree: a directory
