@@ -45,6 +45,10 @@ def decode(text):
 OUT.mkdir(parents=True, exist_ok=True)
 count = 0
 for case in sorted(p for p in CORPUS.iterdir() if p.is_dir()):
+    # Its runaway spec costs PCRE2 (and libselinux) ~0.15 s per lookup, and
+    # most inputs mutated from it would keep it: a slow seed, left out.
+    if case.name == "pcre2_match_limit":
+        continue
     text = (case / "file_contexts").read_bytes()
     subs = case / "file_contexts.subs"
     if subs.exists():
