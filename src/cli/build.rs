@@ -2,9 +2,9 @@
 
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 use clap::{Args as ClapArgs, ValueEnum};
-use semanifest::policy::{self, BuildError, BuildOptions};
+use semanifest::policy::{self, BuildOptions};
 
 const AFTER_HELP: &str = "\
 Standalone (the default) writes into OUT:
@@ -84,8 +84,7 @@ pub struct Args {
 pub fn run(args: Args) -> Result<u8> {
     if let Target::Module = args.target {
         if args.install_root.is_some() || args.unsafe_disable_neverallow {
-            eprintln!("semanifest: error: --install-root is for the standalone target; install a module with `semodule -X 400 -i`");
-            return Ok(super::EXIT_BAD_INPUT);
+            bail!("--install-root is for the standalone target; install a module with `semodule -X 400 -i`");
         }
         return super::build_module::run(super::build_module::Request {
             layout: args.layout,
@@ -97,13 +96,9 @@ pub fn run(args: Args) -> Result<u8> {
         });
     }
     if args.store.against.is_some() || args.stock_out.is_some() {
-        eprintln!("semanifest: error: --against and --stock-out need --target module");
-        return Ok(super::EXIT_BAD_INPUT);
+        bail!("--against and --stock-out need --target module");
     }
-    let parsed = match super::load_layout(args.layout.as_deref()) {
-        Ok(parsed) => parsed,
-        Err(code) => return Ok(code),
-    };
+    let parsed = super::load_layout(args.layout.as_deref())?;
     let options = BuildOptions {
         out_dir: args.out,
         secilc: args.secilc,
@@ -112,25 +107,17 @@ pub fn run(args: Args) -> Result<u8> {
         policy_name: args.policy_name,
         disable_neverallow: args.unsafe_disable_neverallow,
     };
-    match policy::build(&parsed, &options) {
-        Ok(output) => {
-            for path in [
-                &output.module_cil,
-                &output.base_cil,
-                &output.file_contexts,
-                &output.policy,
-            ]
-            .into_iter()
-            .chain(&output.installed)
-            {
-                eprintln!("wrote {}", path.display());
-            }
-            Ok(super::EXIT_OK)
-        }
-        Err(error @ BuildError::Rejected { .. }) => {
-            eprintln!("semanifest: error: {error}");
-            Ok(super::EXIT_BAD_INPUT)
-        }
-        Err(error) => Err(error.into()),
+    let output = policy::build(&parsed, &options)?;
+    for path in [
+        &output.module_cil,
+        &output.base_cil,
+        &output.file_contexts,
+        &output.policy,
+    ]
+    .into_iter()
+    .chain(&output.installed)
+    {
+        eprintln!("wrote {}", path.display());
     }
+    Ok(super::EXIT_OK)
 }

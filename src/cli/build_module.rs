@@ -3,10 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 use clap::{Args as ClapArgs, ValueEnum};
 use semanifest::manifest::Parsed;
-use semanifest::store::{self, Baseline, ModuleError, ProfileName};
+use semanifest::store::{self, Baseline, ProfileName};
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum ProfileArg {
@@ -74,17 +74,17 @@ pub struct Request {
 
 /// Opens the store and parses the layout against it. A store that already
 /// holds the layout's module is compiled again without it, since the new
-/// module replaces it. `Err(code)` once the problem is printed.
+/// module replaces it.
 pub fn prepare(
     against: &Path,
     layout: Option<&Path>,
     options: &store::Options,
-) -> Result<(Baseline, Parsed), u8> {
+) -> Result<(Baseline, Parsed)> {
     eprintln!(
         "semanifest: reading {} and compiling it as it is with secilc…",
         against.display()
     );
-    let baseline = Baseline::prepare(against, options, None).map_err(print_store_error)?;
+    let baseline = Baseline::prepare(against, options, None)?;
     let parsed = super::load_layout_with(layout, &baseline.base_facts())?;
     if baseline.store.module(&parsed.layout.module).is_none() {
         return Ok((baseline, parsed));
@@ -93,27 +93,17 @@ pub fn prepare(
         "semanifest: the store has module `{}` already; compiling it again without it…",
         parsed.layout.module
     );
-    let baseline = Baseline::prepare(against, options, Some(&parsed.layout.module))
-        .map_err(print_store_error)?;
+    let baseline = Baseline::prepare(against, options, Some(&parsed.layout.module))?;
     let parsed = super::load_layout_with(layout, &baseline.base_facts())?;
     Ok((baseline, parsed))
 }
 
-fn print_store_error(error: store::StoreError) -> u8 {
-    eprintln!("semanifest: error: {error}");
-    super::EXIT_BAD_INPUT
-}
-
 pub fn run(request: Request) -> Result<u8> {
     let Some(against) = request.store.against.clone() else {
-        eprintln!("semanifest: error: --target module needs --against STORE (the policy store to build for)");
-        return Ok(super::EXIT_BAD_INPUT);
+        bail!("--target module needs --against STORE (the policy store to build for)");
     };
     let options = request.store.options(request.includes, request.secilc);
-    let (baseline, parsed) = match prepare(&against, request.layout.as_deref(), &options) {
-        Ok(prepared) => prepared,
-        Err(code) => return Ok(code),
-    };
+    let (baseline, parsed) = prepare(&against, request.layout.as_deref(), &options)?;
     if let Some(dir) = &request.stock_out {
         for path in baseline.write_stock(dir)? {
             eprintln!("wrote {}", path.display());
@@ -124,19 +114,11 @@ pub fn run(request: Request) -> Result<u8> {
         parsed.layout.module,
         baseline.profile.name.as_str()
     );
-    match store::build(&baseline, &parsed, &options) {
-        Ok(build) => {
-            let written = build.write(&request.out)?;
-            print!("{}", store::report::render_text(&build.report));
-            for path in written {
-                eprintln!("wrote {}", path.display());
-            }
-            Ok(super::EXIT_OK)
-        }
-        Err(ModuleError::Store(error)) => Err(error.into()),
-        Err(error) => {
-            eprintln!("semanifest: error: {error}");
-            Ok(super::EXIT_BAD_INPUT)
-        }
+    let build = store::build(&baseline, &parsed, &options)?;
+    let written = build.write(&request.out)?;
+    super::print_stdout(store::report::render_text(&build.report).as_bytes())?;
+    for path in written {
+        eprintln!("wrote {}", path.display());
     }
+    Ok(super::EXIT_OK)
 }

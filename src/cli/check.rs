@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::{Args as ClapArgs, ValueEnum};
 use semanifest::check::{self, layout, report, CheckOptions};
-use semanifest::manifest;
 
 const AFTER_HELP: &str = "\
 Phases, in order:
@@ -85,23 +84,6 @@ pub struct Args {
     store: super::build_module::StoreArgs,
 }
 
-/// Parses the layout against `base`; `Err` when it cannot even be read.
-pub fn parse_layout(
-    layout: Option<&std::path::Path>,
-    base: &manifest::BaseFacts,
-) -> Result<Result<manifest::Parsed, semanifest::diag::Report>, u8> {
-    Ok(match layout {
-        None => manifest::default_layout(base),
-        Some(path) => match manifest::read_source(path) {
-            Ok(source) => manifest::parse(source, base),
-            Err(error) => {
-                eprintln!("semanifest: error: {error}");
-                return Err(super::EXIT_BAD_INPUT);
-            }
-        },
-    })
-}
-
 pub fn run(args: Args) -> Result<u8> {
     let options = CheckOptions {
         includes: args.includes.clone(),
@@ -115,18 +97,16 @@ pub fn run(args: Args) -> Result<u8> {
             let store_options = args
                 .store
                 .options(args.includes.clone(), args.secilc.clone());
-            match super::check_store::prepare(store, args.layout.as_deref(), store_options) {
-                Ok(prepared) => Some(prepared),
-                Err(code) => return Ok(code),
-            }
+            Some(super::check_store::prepare(
+                store,
+                args.layout.as_deref(),
+                store_options,
+            )?)
         }
     };
     let parsed = match &against {
         Some(prepared) => prepared.parsed.clone(),
-        None => match parse_layout(args.layout.as_deref(), &semanifest::policy::base_facts()) {
-            Ok(parsed) => parsed,
-            Err(code) => return Ok(code),
-        },
+        None => super::parse_layout(args.layout.as_deref(), &semanifest::policy::base_facts())?,
     };
     let (findings, input_errors, examined, not_yaml) = match parsed {
         // An invalid layout stops here: nothing downstream can be trusted.
@@ -163,9 +143,9 @@ pub fn run(args: Args) -> Result<u8> {
         Format::Json => report::render_json(&findings),
         Format::Sarif => report::render_sarif(&findings),
     };
-    print!("{text}");
+    super::print_stdout(text.as_bytes())?;
     if !text.ends_with('\n') {
-        println!();
+        super::print_stdout(b"\n")?;
     }
     if let Some(examined) = examined {
         let drift = findings
@@ -174,11 +154,11 @@ pub fn run(args: Args) -> Result<u8> {
             .count();
         eprintln!("labels: {examined} objects examined, {drift} with a different label");
     }
-    for error in &input_errors {
-        eprintln!("semanifest: error: {error}");
+    if !input_errors.is_empty() {
+        return Err(super::Errors::of_messages(input_errors).into());
     }
     let summary = report::Summary::of(&findings);
-    Ok(if !input_errors.is_empty() || not_yaml > 0 {
+    Ok(if not_yaml > 0 {
         super::EXIT_BAD_INPUT
     } else if summary.errors > 0 || (args.deny_warnings && summary.warnings > 0) {
         super::EXIT_FINDINGS

@@ -22,25 +22,20 @@ pub fn prepare(
     against: &Path,
     layout: Option<&Path>,
     options: store::Options,
-) -> Result<Prepared, u8> {
+) -> anyhow::Result<Prepared> {
     eprintln!(
         "semanifest: reading {} and compiling it as it is with secilc…",
         against.display()
     );
-    let open = |exclude: Option<&str>| {
-        Baseline::prepare(against, &options, exclude).map_err(|error| {
-            eprintln!("semanifest: error: {error}");
-            super::EXIT_BAD_INPUT
-        })
-    };
+    let open = |exclude: Option<&str>| Baseline::prepare(against, &options, exclude);
     let baseline = open(None)?;
-    let parsed = super::check::parse_layout(layout, &baseline.base_facts())?;
+    let parsed = super::parse_layout(layout, &baseline.base_facts())?;
     let module = parsed.as_ref().ok().map(|p| p.layout.module.clone());
     match module {
         Some(module) if baseline.store.module(&module).is_some() => {
             eprintln!("semanifest: the store has module `{module}` already; compiling it again without it…");
             let baseline = open(Some(&module))?;
-            let parsed = super::check::parse_layout(layout, &baseline.base_facts())?;
+            let parsed = super::parse_layout(layout, &baseline.base_facts())?;
             Ok(Prepared {
                 baseline,
                 options,

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 use clap::{Args as ClapArgs, ValueEnum};
 use semanifest::diff::{self, policy, render};
 use semanifest::{k8s, manifest};
@@ -71,37 +71,23 @@ pub struct Args {
     policy: bool,
 }
 
-fn load(spec: &str) -> Result<manifest::Parsed, u8> {
-    let source = diff::source::read(spec).map_err(|error| {
-        eprintln!("semanifest: error: {error}");
-        super::EXIT_BAD_INPUT
-    })?;
-    match manifest::parse(source, &semanifest::policy::base_facts()) {
-        Ok(parsed) => {
-            for warning in &parsed.warnings {
-                eprint!("{}", warning.render(&parsed.source));
-            }
-            Ok(parsed)
-        }
-        Err(report) => {
-            eprintln!("{report}");
-            Err(super::EXIT_BAD_INPUT)
-        }
-    }
+fn load(spec: &str) -> Result<manifest::Parsed> {
+    let source = diff::source::read(spec)?;
+    super::accept_layout(manifest::parse(source, &semanifest::policy::base_facts()))
 }
 
 pub fn run(args: Args) -> Result<u8> {
     let (old, new) = match (load(&args.old), load(&args.new)) {
         (Ok(old), Ok(new)) => (old, new),
-        (Err(code), _) | (_, Err(code)) => return Ok(code),
+        (old, new) => {
+            let errors = old.err().into_iter().chain(new.err()).collect();
+            return Err(super::Errors(errors).into());
+        }
     };
     let loaded = (!args.k8s.is_empty()).then(|| k8s::load_paths(&args.k8s));
     if let Some(loaded) = &loaded {
         if !loaded.errors.is_empty() {
-            for error in &loaded.errors {
-                eprintln!("semanifest: error: {error}");
-            }
-            return Ok(super::EXIT_BAD_INPUT);
+            return Err(super::Errors::of_messages(&loaded.errors).into());
         }
     }
     let options = diff::Options {
@@ -117,14 +103,15 @@ pub fn run(args: Args) -> Result<u8> {
     if args.policy {
         let check = policy::cross_check(&old, &new, &result)?;
         if !check.unexplained.is_empty() {
-            eprintln!(
-                "semanifest: error: {} allow rule(s) changed that the diff does not explain (a bug in semanifest diff):",
+            let rules: String = check
+                .unexplained
+                .iter()
+                .map(|rule| format!("\n  {}", rule.line))
+                .collect();
+            bail!(
+                "{} allow rule(s) changed that the diff does not explain (a bug in semanifest diff):{rules}",
                 check.unexplained.len()
             );
-            for rule in &check.unexplained {
-                eprintln!("  {}", rule.line);
-            }
-            return Ok(super::EXIT_BAD_INPUT);
         }
         eprintln!(
             "semanifest: policy cross-check: all {} allow rule change(s) reported by sediff are explained",

@@ -46,18 +46,16 @@ pub fn run(command: Command) -> Result<u8> {
             )?;
             Ok(super::EXIT_OK)
         }
-        Command::Validate { layout } => match super::load_layout(Some(&layout)) {
-            Ok(parsed) => {
-                eprintln!(
-                    "{}: valid layout `{}` ({} paths, {} domains)",
-                    parsed.source.name,
-                    parsed.layout.name,
-                    parsed.layout.paths.len(),
-                    parsed.layout.domains.len()
-                );
-                Ok(super::EXIT_OK)
-            }
-            Err(code) => Ok(code),
-        },
+        Command::Validate { layout } => {
+            let parsed = super::load_layout(Some(&layout))?;
+            eprintln!(
+                "{}: valid layout `{}` ({} paths, {} domains)",
+                parsed.source.name,
+                parsed.layout.name,
+                parsed.layout.paths.len(),
+                parsed.layout.domains.len()
+            );
+            Ok(super::EXIT_OK)
+        }
     }
 }

@@ -4,10 +4,9 @@ use std::ffi::OsString;
 use std::io::{BufRead as _, BufWriter, Write as _};
 use std::os::unix::ffi::OsStrExt as _;
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use anyhow::{bail, Context as _};
-use clap::{Args, ValueEnum};
+use clap::{Args as ClapArgs, ValueEnum};
 use semanifest::fcontext::{FileContexts, FileKind};
 
 /// Print the SELinux context of each PATH, as libselinux 3.4's
@@ -29,11 +28,12 @@ use semanifest::fcontext::{FileContexts, FileKind};
 ///
 ///   $ find /var -xdev | semanifest lookup --file-contexts out/file_contexts --from -
 ///
-/// Exit status: 0 on success; 2 for a bad file_contexts (the message names
-/// FILE:LINE) or a path containing a newline.
-#[derive(Args, Debug)]
+/// Exit status: 0 on success, also when standard output is closed early
+/// (`| head`); 2 for a bad file_contexts (the message names FILE:LINE), a
+/// path containing a newline, or an unreadable --from.
+#[derive(ClapArgs, Debug)]
 #[command(verbatim_doc_comment)]
-pub struct LookupArgs {
+pub struct Args {
     /// file_contexts to read (libselinux format).
     #[arg(
         long,
@@ -87,44 +87,14 @@ impl From<ModeArg> for FileKind {
     }
 }
 
-/// A bad file_contexts or argument: exit code 2 (see `cli::EXIT_BAD_INPUT`).
-#[derive(Debug, thiserror::Error)]
-#[error(transparent)]
-pub struct BadInput(#[from] pub anyhow::Error);
-
-/// Runs the subcommand and maps its outcome to an exit code: 2 for a bad
-/// file_contexts or argument, 1 for anything else. A closed standard output
-/// (`| head`) ends the run quietly, like other line-oriented tools.
-pub fn main(args: LookupArgs) -> ExitCode {
-    match run(args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("semanifest lookup: {error:#}");
-            if error.is::<BadInput>() {
-                ExitCode::from(super::EXIT_BAD_INPUT)
-            } else {
-                ExitCode::FAILURE
-            }
-        }
-    }
-}
-
-fn is_broken_pipe(error: &anyhow::Error) -> bool {
-    error
-        .downcast_ref::<std::io::Error>()
-        .is_some_and(|error| error.kind() == std::io::ErrorKind::BrokenPipe)
-}
-
 fn bad_path(path: &[u8]) -> anyhow::Error {
-    BadInput(anyhow::anyhow!(
+    anyhow::anyhow!(
         "path {:?} contains a NUL or a newline (output lines would be ambiguous)",
         String::from_utf8_lossy(path)
-    ))
-    .into()
+    )
 }
 
-fn run(args: LookupArgs) -> anyhow::Result<()> {
+pub fn run(args: Args) -> anyhow::Result<u8> {
     // Check every argument before printing anything.
     if let Some(path) = args
         .paths
@@ -135,16 +105,8 @@ fn run(args: LookupArgs) -> anyhow::Result<()> {
         return Err(bad_path(path));
     }
     let contexts = match (&args.file_contexts, &args.layout) {
-        (Some(path), _) => FileContexts::load(path).map_err(|error| BadInput(error.into()))?,
-        (None, Some(layout)) => match super::layout_file_contexts(layout) {
-            Ok(contexts) => contexts,
-            // The diagnostics are printed already.
-            Err(_) => {
-                return Err(
-                    BadInput(anyhow::anyhow!("{}: invalid layout", layout.display())).into(),
-                )
-            }
-        },
+        (Some(path), _) => FileContexts::load(path)?,
+        (None, Some(layout)) => super::layout_file_contexts(layout)?,
         (None, None) => bail!("one of --file-contexts or --layout is required"),
     };
     let kind = args.mode.map_or(FileKind::Any, FileKind::from);
@@ -167,8 +129,7 @@ fn run(args: LookupArgs) -> anyhow::Result<()> {
             Box::new(std::io::stdin().lock())
         } else {
             let file = std::fs::File::open(from)
-                .with_context(|| format!("cannot open {}", from.display()))
-                .map_err(BadInput)?;
+                .with_context(|| format!("cannot open {}", from.display()))?;
             Box::new(std::io::BufReader::new(file))
         };
         let mut line = Vec::new();
@@ -190,5 +151,5 @@ fn run(args: LookupArgs) -> anyhow::Result<()> {
         }
     }
     out.flush()?;
-    Ok(())
+    Ok(super::EXIT_OK)
 }

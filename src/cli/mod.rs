@@ -1,5 +1,9 @@
-//! Argument parsing and dispatch. One file per subcommand; each returns the
-//! process exit code, and errors are printed once, here.
+//! Argument parsing and dispatch. One file per subcommand, each with the
+//! same shape: `pub fn run(args) -> anyhow::Result<u8>`, `Ok` carrying the
+//! exit code. Errors are returned, never printed by a subcommand: [`exit`]
+//! prints each once, as `semanifest: error: …` (a layout's diagnostics as
+//! rendered), and exits 2. A closed standard output (`| head`) ends the
+//! run quietly with exit 0, as ripgrep does.
 
 mod build;
 mod build_module;
@@ -12,9 +16,12 @@ mod lookup;
 mod man;
 mod relabel;
 
+use std::path::Path;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use semanifest::diag::Report;
+use semanifest::manifest::{self, BaseFacts, Parsed};
 
 /// Everything went as asked.
 pub const EXIT_OK: u8 = 0;
@@ -61,9 +68,9 @@ enum Command {
     /// and check them with `semanifest layout schema`.
     #[command(subcommand)]
     Layout(layout::Command),
-    Lookup(lookup::LookupArgs),
+    Lookup(lookup::Args),
     Man(man::Args),
-    Relabel(relabel::RelabelArgs),
+    Relabel(relabel::Args),
 }
 
 pub fn run() -> ExitCode {
@@ -76,15 +83,84 @@ pub fn run() -> ExitCode {
         Command::Diff(args) => diff::run(args),
         Command::Layout(command) => layout::run(command),
         Command::Man(args) => man::run(args),
-        Command::Lookup(args) => return lookup::main(args),
-        Command::Relabel(args) => return relabel::run(args),
+        Command::Lookup(args) => lookup::run(args),
+        Command::Relabel(args) => relabel::run(args),
     };
-    match result {
-        Ok(code) => ExitCode::from(code),
-        Err(error) => {
-            eprintln!("semanifest: error: {error:#}");
-            ExitCode::from(EXIT_BAD_INPUT)
+    exit(result)
+}
+
+/// The one way out: the exit code, or the error printed once and exit 2;
+/// a closed standard output is no error.
+fn exit(result: anyhow::Result<u8>) -> ExitCode {
+    let error = match result {
+        Ok(code) => return ExitCode::from(code),
+        Err(error) => error,
+    };
+    if is_broken_pipe(&error) {
+        return ExitCode::from(EXIT_OK);
+    }
+    match error.downcast_ref::<Errors>() {
+        Some(Errors(errors)) => errors.iter().for_each(print_error),
+        None => print_error(&error),
+    }
+    ExitCode::from(EXIT_BAD_INPUT)
+}
+
+fn print_error(error: &anyhow::Error) {
+    match error.downcast_ref::<Report>() {
+        Some(report) => eprintln!("{report}"),
+        None => eprintln!("semanifest: error: {}", describe(error)),
+    }
+}
+
+/// The error and its causes, `: `-separated; a cause whose text the
+/// message already holds (library errors that spell out their I/O error)
+/// is not said twice.
+fn describe(error: &anyhow::Error) -> String {
+    let mut text = error.to_string();
+    for cause in error.chain().skip(1) {
+        let cause = cause.to_string();
+        if !text.contains(&cause) {
+            text.push_str(": ");
+            text.push_str(&cause);
         }
+    }
+    text
+}
+
+/// Whether standard output was closed under us (`| head`): the reader has
+/// what it wanted.
+fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|error| error.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// Independent errors met in one run (phases of `check` that could not
+/// run, both layouts of `diff`), each printed by [`exit`].
+#[derive(Debug)]
+pub struct Errors(pub Vec<anyhow::Error>);
+
+impl std::fmt::Display for Errors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let errors: Vec<String> = self.0.iter().map(describe).collect();
+        f.write_str(&errors.join("\n"))
+    }
+}
+
+impl std::error::Error for Errors {}
+
+impl Errors {
+    /// Errors known only by their message.
+    pub fn of_messages(messages: impl IntoIterator<Item = impl ToString>) -> Self {
+        Errors(
+            messages
+                .into_iter()
+                .map(|message| anyhow::Error::msg(message.to_string()))
+                .collect(),
+        )
     }
 }
 
@@ -102,15 +178,13 @@ fn init_tracing(verbosity: u8) {
         .try_init();
 }
 
-/// Writes `bytes` to standard output; a closed pipe (`| head`) is not an
-/// error.
-pub fn print_stdout(bytes: &[u8]) -> anyhow::Result<()> {
+/// Writes `bytes` to standard output. A closed pipe (`| head`) is an
+/// error that [`exit`] turns into a quiet exit 0.
+pub fn print_stdout(bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
-    match out.write_all(bytes).and_then(|()| out.flush()) {
-        Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => Err(error.into()),
-        _ => Ok(()),
-    }
+    out.write_all(bytes)?;
+    out.flush()
 }
 
 /// Writes `bytes` to `path` (mode 0644) through a temporary sibling and a
@@ -140,53 +214,48 @@ pub fn install_file(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> 
     write().with_context(|| format!("{}: cannot write", path.display()))
 }
 
-/// Loads `--layout FILE`, or the embedded default layout without one.
-/// Prints warnings; on errors prints every diagnostic and returns `Err(2)`.
-pub fn load_layout(path: Option<&std::path::Path>) -> Result<semanifest::manifest::Parsed, u8> {
+/// Reads and parses `--layout FILE`, or the embedded default layout,
+/// against `base`. `Err` when the file cannot be read; `Ok(Err(report))`
+/// for a layout that breaks the manifest rules (`check` reports those as
+/// findings).
+pub fn parse_layout(
+    path: Option<&Path>,
+    base: &BaseFacts,
+) -> anyhow::Result<Result<Parsed, Report>> {
+    Ok(match path {
+        None => manifest::default_layout(base),
+        Some(path) => manifest::parse(manifest::read_source(path)?, base),
+    })
+}
+
+/// A parsed layout with its warnings printed; an invalid one is the error
+/// (its diagnostics are printed by [`exit`]).
+pub fn accept_layout(parsed: Result<Parsed, Report>) -> anyhow::Result<Parsed> {
+    let parsed = parsed?;
+    for warning in &parsed.warnings {
+        eprint!("{}", warning.render(&parsed.source));
+    }
+    Ok(parsed)
+}
+
+/// Loads `--layout FILE`, or the embedded default layout, against the
+/// standalone base policy.
+pub fn load_layout(path: Option<&Path>) -> anyhow::Result<Parsed> {
     load_layout_with(path, &semanifest::policy::base_facts())
 }
 
 /// [`load_layout`] against another base (a policy store's types).
-pub fn load_layout_with(
-    path: Option<&std::path::Path>,
-    base: &semanifest::manifest::BaseFacts,
-) -> Result<semanifest::manifest::Parsed, u8> {
-    use semanifest::manifest;
-    let parsed = match path {
-        None => manifest::default_layout(base),
-        Some(path) => match manifest::read_source(path) {
-            Ok(source) => manifest::parse(source, base),
-            Err(error) => {
-                eprintln!("semanifest: error: {error}");
-                return Err(EXIT_BAD_INPUT);
-            }
-        },
-    };
-    match parsed {
-        Ok(parsed) => {
-            for warning in &parsed.warnings {
-                eprint!("{}", warning.render(&parsed.source));
-            }
-            Ok(parsed)
-        }
-        Err(report) => {
-            eprintln!("{report}");
-            Err(EXIT_BAD_INPUT)
-        }
-    }
+pub fn load_layout_with(path: Option<&Path>, base: &BaseFacts) -> anyhow::Result<Parsed> {
+    accept_layout(parse_layout(path, base)?)
 }
 
 /// The file_contexts a layout compiles to (base policy + module), loaded
 /// into the lookup engine without running secilc.
-pub fn layout_file_contexts(
-    path: &std::path::Path,
-) -> Result<semanifest::fcontext::FileContexts, u8> {
+pub fn layout_file_contexts(path: &Path) -> anyhow::Result<semanifest::fcontext::FileContexts> {
     let parsed = load_layout(Some(path))?;
     let text = semanifest::policy::file_contexts_text(&parsed.layout);
-    semanifest::fcontext::FileContexts::from_text(&parsed.source.name, text.as_bytes()).map_err(
-        |error| {
-            eprintln!("semanifest: error: {error}");
-            EXIT_BAD_INPUT
-        },
-    )
+    Ok(semanifest::fcontext::FileContexts::from_text(
+        &parsed.source.name,
+        text.as_bytes(),
+    )?)
 }

@@ -5,12 +5,11 @@ use std::fmt::Display;
 use std::io::{self, BufWriter, IsTerminal, Write};
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use anyhow::Context as _;
-use clap::Args;
+use clap::Args as ClapArgs;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use semanifest::fcontext::FileContexts;
 use semanifest::relabel::{
@@ -19,7 +18,7 @@ use semanifest::relabel::{
 };
 use serde::Serialize;
 
-use super::EXIT_BAD_INPUT;
+use super::{EXIT_FINDINGS, EXIT_OK};
 
 /// Object errors and hard-link warnings printed before the rest are only
 /// counted (all of them with --verbose).
@@ -34,10 +33,11 @@ const MESSAGE_LIMIT: u64 = 100;
 ///
 /// Exit status: 0 all objects labelled; 1 some objects could not be
 /// labelled (each is reported), or --check found drift; 2 usage error or bad
-/// input.
-#[derive(Args, Debug)]
+/// input. A closed standard output (`| head`) does not stop the walk: every
+/// object is still labelled, and the run then exits 0.
+#[derive(ClapArgs, Debug)]
 #[command(group = clap::ArgGroup::new("labels").required(true).multiple(false))]
-pub struct RelabelArgs {
+pub struct Args {
     /// A file_contexts file (with its .homedirs, .local, .subs and
     /// .subs_dist siblings, as libselinux loads them).
     #[arg(long, value_name = "FC", group = "labels")]
@@ -99,17 +99,8 @@ pub struct RelabelArgs {
     paths: Vec<PathBuf>,
 }
 
-pub fn run(args: RelabelArgs) -> ExitCode {
-    match execute(&args) {
-        Ok(code) => code,
-        Err(error) => {
-            eprintln!("semanifest: error: {error:#}");
-            ExitCode::from(EXIT_BAD_INPUT)
-        }
-    }
-}
-
-fn execute(args: &RelabelArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    let args = &args;
     let labels = load_labels(args)?;
     let options = RelabelOptions {
         write: if args.dry_run || args.check {
@@ -143,17 +134,15 @@ fn execute(args: &RelabelArgs) -> anyhow::Result<ExitCode> {
 
     let drift = args.check && summary.relabelled > 0;
     Ok(if summary.errors > 0 || drift {
-        ExitCode::FAILURE
+        EXIT_FINDINGS
     } else {
-        ExitCode::SUCCESS
+        EXIT_OK
     })
 }
 
-fn load_labels(args: &RelabelArgs) -> anyhow::Result<FileContexts> {
+fn load_labels(args: &Args) -> anyhow::Result<FileContexts> {
     if let Some(layout) = &args.layout {
-        // Diagnostics are printed by the loader; the error only names the file.
-        return super::layout_file_contexts(layout)
-            .map_err(|_| anyhow::anyhow!("{}: invalid layout", layout.display()));
+        return super::layout_file_contexts(layout);
     }
     let path = args
         .file_contexts
@@ -183,6 +172,10 @@ fn raise_fd_limit() {
 struct Reporter {
     /// Where change lines go: stdout, or stderr when stdout carries JSON.
     changes: Option<Mutex<Box<dyn Write + Send>>>,
+    /// Standard output was closed under us (`| head`): change lines are no
+    /// longer written, and the run ends quietly once the walk is done.
+    stdout_closed: AtomicBool,
+    changes_to_stdout: bool,
     check: bool,
     verbose: bool,
     messages: AtomicU64,
@@ -190,7 +183,7 @@ struct Reporter {
 }
 
 impl Reporter {
-    fn new(args: &RelabelArgs) -> Self {
+    fn new(args: &Args) -> Self {
         let changes: Option<Box<dyn Write + Send>> = if !(args.verbose || args.check) {
             None
         } else if args.json {
@@ -198,6 +191,7 @@ impl Reporter {
         } else {
             Some(Box::new(BufWriter::new(io::stdout())))
         };
+        let changes_to_stdout = !args.json;
         let bar = io::stderr().is_terminal().then(|| {
             let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
             bar.set_style(
@@ -208,10 +202,21 @@ impl Reporter {
         });
         Self {
             changes: changes.map(Mutex::new),
+            stdout_closed: AtomicBool::new(false),
+            changes_to_stdout,
             check: args.check,
             verbose: args.verbose,
             messages: AtomicU64::new(0),
             bar,
+        }
+    }
+
+    /// Remembers a closed standard output.
+    fn note_write(&self, written: &io::Result<()>) {
+        if let Err(error) = written {
+            if self.changes_to_stdout && error.kind() == io::ErrorKind::BrokenPipe {
+                self.stdout_closed.store(true, Ordering::Relaxed);
+            }
         }
     }
 
@@ -227,13 +232,19 @@ impl Reporter {
         }
     }
 
-    fn finish(&self, summary: &Summary, args: &RelabelArgs) -> anyhow::Result<()> {
+    fn finish(&self, summary: &Summary, args: &Args) -> anyhow::Result<()> {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }
         if let Some(changes) = &self.changes {
             let mut out = changes.lock().unwrap_or_else(|poison| poison.into_inner());
-            out.flush().context("writing the change list")?;
+            if !self.stdout_closed.load(Ordering::Relaxed) {
+                let flushed = out.flush();
+                self.note_write(&flushed);
+                if !self.stdout_closed.load(Ordering::Relaxed) {
+                    flushed.context("writing the change list")?;
+                }
+            }
         }
         let messages = self.messages.load(Ordering::Relaxed);
         if messages > MESSAGE_LIMIT && !self.verbose {
@@ -243,6 +254,10 @@ impl Reporter {
             );
         }
         eprintln!("{}", HumanSummary { summary, args });
+        if self.stdout_closed.load(Ordering::Relaxed) {
+            // The exit path ends the run quietly on a broken pipe.
+            return Err(io::Error::from(io::ErrorKind::BrokenPipe).into());
+        }
         if args.json {
             let mode = if args.check {
                 "check"
@@ -275,12 +290,16 @@ impl Observer for Reporter {
         } else {
             format!("would relabel {path} from {found} to {}", change.expected)
         };
+        if self.stdout_closed.load(Ordering::Relaxed) {
+            return;
+        }
         let mut out = changes.lock().unwrap_or_else(|poison| poison.into_inner());
         // A closed stdout must not abort the walk; the summary still counts.
-        let _ = match &self.bar {
+        let written = match &self.bar {
             Some(bar) => bar.suspend(|| writeln!(out, "{line}")),
             None => writeln!(out, "{line}"),
         };
+        self.note_write(&written);
     }
 
     fn failed(&self, error: &ObjectError) {
@@ -304,7 +323,7 @@ impl Observer for Reporter {
 
 struct HumanSummary<'a> {
     summary: &'a Summary,
-    args: &'a RelabelArgs,
+    args: &'a Args,
 }
 
 impl Display for HumanSummary<'_> {
