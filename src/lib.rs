@@ -14,6 +14,7 @@ pub mod fsroot;
 pub mod k8s;
 pub mod manifest;
 pub mod model;
+pub mod node;
 pub mod path_chain;
 pub mod policy;
 pub mod relabel;

@@ -12,8 +12,9 @@ use std::process::Command;
 use common::{run, semanifest, stderr, stdout, tool};
 
 /// Every command of the binary, as its page name.
-const PAGES: [&str; 12] = [
+const PAGES: [&str; 13] = [
     "semanifest",
+    "semanifest-apply",
     "semanifest-build",
     "semanifest-check",
     "semanifest-completions",

@@ -5,6 +5,7 @@
 //! rendered), and exits 2. A closed standard output (`| head`) ends the
 //! run quietly with exit 0, as ripgrep does.
 
+mod apply;
 mod build;
 mod build_module;
 mod check;
@@ -55,6 +56,7 @@ pub struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    Apply(apply::Args),
     Build(build::Args),
     Check(check::Args),
     Completions(completions::Args),
@@ -77,6 +79,7 @@ pub fn run() -> ExitCode {
     let cli = Cli::parse();
     init_tracing(cli.verbose_log);
     let result = match cli.command {
+        Command::Apply(args) => apply::run(args),
         Command::Build(args) => build::run(args),
         Command::Check(args) => check::run(args),
         Command::Completions(args) => completions::run(args),
@@ -247,6 +250,18 @@ pub fn load_layout(path: Option<&Path>) -> anyhow::Result<Parsed> {
 /// [`load_layout`] against another base (a policy store's types).
 pub fn load_layout_with(path: Option<&Path>, base: &BaseFacts) -> anyhow::Result<Parsed> {
     accept_layout(parse_layout(path, base)?)
+}
+
+/// The file contexts of a parsed layout (base policy + module), loaded
+/// into the lookup engine without running secilc.
+pub fn contexts_of(
+    parsed: &semanifest::manifest::Parsed,
+) -> anyhow::Result<semanifest::fcontext::FileContexts> {
+    let text = semanifest::policy::file_contexts_text(&parsed.layout);
+    Ok(semanifest::fcontext::FileContexts::from_text(
+        &parsed.source.name,
+        text.as_bytes(),
+    )?)
 }
 
 /// The file_contexts a layout compiles to (base policy + module), loaded

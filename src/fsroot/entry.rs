@@ -19,6 +19,8 @@ pub struct Meta {
     pub dev: u64,
     pub ino: u64,
     pub nlink: u64,
+    pub uid: u32,
+    pub gid: u32,
     /// The mount the object was reached through (`statx` `stx_mnt_id`): two
     /// objects on one filesystem but under different mounts (a bind mount)
     /// differ here even when `dev` is the same.
@@ -32,6 +34,8 @@ impl Meta {
             | StatxFlags::MODE
             | StatxFlags::NLINK
             | StatxFlags::INO
+            | StatxFlags::UID
+            | StatxFlags::GID
             | StatxFlags::MNT_ID;
         let stx = rfs::statx(fd, c"", AtFlags::EMPTY_PATH, mask)?;
         Ok(Meta {
@@ -40,8 +44,15 @@ impl Meta {
             dev: rfs::makedev(stx.stx_dev_major, stx.stx_dev_minor),
             ino: stx.stx_ino,
             nlink: stx.stx_nlink.into(),
+            uid: stx.stx_uid,
+            gid: stx.stx_gid,
             mount: stx.stx_mnt_id,
         })
+    }
+
+    /// The permission bits (`0o7777`), without the file type.
+    pub fn permissions(&self) -> u32 {
+        self.mode & 0o7777
     }
 
     /// Whether the object is on another mount or device than `other`.
@@ -120,6 +131,17 @@ pub(crate) fn proc_path(fd: BorrowedFd<'_>) -> CString {
     CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd())).unwrap_or_default()
 }
 
+/// `/proc/self/fd/DIR/NAME` for one entry name of an open directory.
+fn named_path(dir: BorrowedFd<'_>, name: &CStr) -> Result<CString> {
+    if !is_name(name.to_bytes()) {
+        return Err(Errno::INVAL);
+    }
+    let mut path = proc_path(dir).into_bytes();
+    path.push(b'/');
+    path.extend_from_slice(name.to_bytes());
+    CString::new(path).map_err(|_| Errno::INVAL)
+}
+
 /// Where an object's xattrs are read and written: never a name that is
 /// looked up again.
 #[derive(Clone, Copy, Debug)]
@@ -130,6 +152,12 @@ pub enum Handle<'fd> {
     /// path calls on its `/proc/self/fd/N`, which resolves to the object
     /// itself (for a symlink, the link, not its target).
     Path(BorrowedFd<'fd>),
+    /// Entry `name` of the open directory `dir`, through
+    /// `/proc/self/fd/DIR/NAME` and the `l*xattr` calls: one name looked
+    /// up in that directory, never followed if it is a symlink, no fd
+    /// opened. For reads during a deletion, which then removes the entry
+    /// by the same name anyway.
+    Named(BorrowedFd<'fd>, &'fd CStr),
 }
 
 impl Handle<'_> {
@@ -138,6 +166,9 @@ impl Handle<'_> {
         match self {
             Handle::Fd(fd) => rfs::fgetxattr(fd, name, buffer),
             Handle::Path(fd) => rfs::getxattr(proc_path(fd).as_c_str(), name, buffer),
+            Handle::Named(dir, entry) => {
+                rfs::lgetxattr(named_path(dir, entry)?.as_c_str(), name, buffer)
+            }
         }
     }
 
@@ -146,6 +177,9 @@ impl Handle<'_> {
         match self {
             Handle::Fd(fd) => rfs::fgetxattr_query(fd, name),
             Handle::Path(fd) => rfs::getxattr_query(proc_path(fd).as_c_str(), name),
+            Handle::Named(dir, entry) => {
+                rfs::lgetxattr_query(named_path(dir, entry)?.as_c_str(), name)
+            }
         }
     }
 
@@ -155,6 +189,12 @@ impl Handle<'_> {
             Handle::Path(fd) => {
                 rfs::setxattr(proc_path(fd).as_c_str(), name, value, XattrFlags::empty())
             }
+            Handle::Named(dir, entry) => rfs::lsetxattr(
+                named_path(dir, entry)?.as_c_str(),
+                name,
+                value,
+                XattrFlags::empty(),
+            ),
         }
     }
 }

@@ -17,7 +17,15 @@
 //!   are never opened, their xattrs go through [`Handle::Path`].
 //! - [`Entry::meta`] comes from one `statx`, with the mount id, so callers
 //!   tell bind mounts apart even on the same device.
-//! - [`Root::create_dir`] makes a directory beneath the root the same way.
+//! - [`Root::create_dir`] makes a directory beneath the root the same way;
+//!   [`make_dir`], [`rename_noreplace`], [`unlink`] and [`remove_dir`]
+//!   change one entry of an open directory, and [`open_dir_beneath`]
+//!   resolves below any open directory, optionally with
+//!   `RESOLVE_NO_XDEV` ([`Crossing::NoMounts`]).
+//! - [`Root::read_file`] reads a regular file (never a FIFO or device),
+//!   [`Root::mounts_below`] lists the mount points under a key (from
+//!   `/proc/self/mountinfo`), and [`Root::lock`] serialises the commands
+//!   that change a tree.
 //!
 //! Requirements, checked by [`Root::open`] with a clear error: Linux 5.6
 //! (`openat2`) and 5.8 (`statx` mount ids), and `/proc` mounted.
@@ -29,6 +37,8 @@
 mod entry;
 mod escape;
 mod key;
+mod mounts;
+mod ops;
 
 use std::ffi::CString;
 use std::io;
@@ -42,6 +52,10 @@ use rustix::io::Errno;
 pub use entry::{Entry, Handle, Meta};
 pub use escape::EscapedPath;
 pub(crate) use key::components;
+pub use ops::{
+    make_dir, open_dir_beneath, open_listing_beneath, remove_dir, rename_noreplace, reopen_dir,
+    unlink, Crossing,
+};
 
 /// How every multi-component path is resolved below a root.
 const RESOLVE: ResolveFlags = ResolveFlags::BENEATH
@@ -168,6 +182,11 @@ impl Root {
         &self.path
     }
 
+    /// The root's `O_PATH` fd, to resolve below with [`open_dir_beneath`].
+    pub fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+
     /// The root's own metadata, from when it was opened.
     pub fn meta(&self) -> &Meta {
         &self.meta
@@ -252,19 +271,81 @@ impl Root {
         Ok(entry)
     }
 
+    /// The regular file at `key`, read whole (at most `limit` bytes, else
+    /// `EFBIG`). Resolved like [`Root::resolve`]; the object is checked to
+    /// be a regular file on its `O_PATH` fd before that very inode is
+    /// opened for reading, so a FIFO or device put there is never opened.
+    pub fn read_file(&self, key: &[u8], limit: u64) -> Result<Vec<u8>, Error> {
+        use std::io::Read;
+        let display = || self.display(key);
+        let entry = self.resolve(key)?;
+        if entry.kind() != FileType::RegularFile {
+            let errno = match entry.kind() {
+                FileType::Directory => Errno::ISDIR,
+                FileType::Symlink => Errno::LOOP,
+                _ => Errno::INVAL,
+            };
+            return Err(Error::io(&display(), errno));
+        }
+        let flags = OFlags::RDONLY | OFlags::NOCTTY | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let fd = rfs::openat(
+            CWD,
+            entry::proc_path(entry.fd()).as_c_str(),
+            flags,
+            Mode::empty(),
+        )
+        .map_err(|errno| Error::io(&display(), errno))?;
+        let mut bytes = Vec::new();
+        std::fs::File::from(fd)
+            .take(limit.saturating_add(1))
+            .read_to_end(&mut bytes)
+            .map_err(|error| Error::Io {
+                path: display(),
+                error,
+            })?;
+        if bytes.len() as u64 > limit {
+            return Err(Error::io(&display(), Errno::FBIG));
+        }
+        Ok(bytes)
+    }
+
+    /// The keys of the mount points strictly below `key` (bind mounts of
+    /// the same filesystem included), from `/proc/self/mountinfo`: what a
+    /// command that must not cross a mount refuses before it starts. The
+    /// walks check mount ids as well, for mounts made meanwhile.
+    pub fn mounts_below(&self, key: &[u8]) -> Result<Vec<Vec<u8>>, Error> {
+        let mountinfo = b"/proc/self/mountinfo";
+        let text =
+            std::fs::read(std::str::from_utf8(mountinfo).unwrap_or_default()).map_err(|error| {
+                Error::Io {
+                    path: mountinfo.to_vec(),
+                    error,
+                }
+            })?;
+        let at = self.display(key);
+        let mut below: Vec<Vec<u8>> = mounts::mount_points(&text)
+            .filter(|point| point != &at && key::is_at_or_below(point, &at))
+            .filter_map(|point| key::below(&point, &self.path))
+            .collect();
+        below.sort();
+        below.dedup();
+        Ok(below)
+    }
+
+    /// Holds an exclusive `flock` on the root directory until the returned
+    /// fd is dropped, so two runs of the commands that change a tree
+    /// (`apply`, `prune`, `rm`) never interleave. Waits for the other run.
+    pub fn lock(&self) -> Result<OwnedFd, Error> {
+        let fd = reopen_dir(self.fd.as_fd()).map_err(|errno| Error::io(&self.path, errno))?;
+        rfs::flock(&fd, rfs::FlockOperation::LockExclusive)
+            .map_err(|errno| Error::io(&self.path, errno))?;
+        Ok(fd)
+    }
+
     /// `openat2` of the directory `key` below the root.
     fn beneath(&self, key: &[u8]) -> rustix::io::Result<OwnedFd> {
         let path = CString::new(relative(key)).map_err(|_| Errno::INVAL)?;
-        let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
-        // EAGAIN: a concurrent rename while `..` was resolved; keys have no
-        // `..`, but retrying is what the kernel asks for.
-        let mut attempts = 0;
-        loop {
-            match rfs::openat2(&self.fd, path.as_c_str(), flags, Mode::empty(), RESOLVE) {
-                Err(Errno::AGAIN) if attempts < 16 => attempts += 1,
-                result => return result,
-            }
-        }
+        open_dir_beneath(&self.fd, &path, Crossing::Mounts)
     }
 
     /// The error for `key` when resolving `walked` (`key` or a directory
@@ -297,6 +378,19 @@ impl Root {
             }
         }
         None
+    }
+}
+
+/// Raises the soft limit on open files to the hard limit. Walks hold an fd
+/// per directory on their frontier (and per level of a deep tree), which
+/// the default soft limit of 1024 does not cover. Best effort: a walk
+/// reports `EMFILE` per object if this fails.
+pub fn raise_fd_limit() {
+    use rustix::process::{getrlimit, setrlimit, Resource};
+    let mut limit = getrlimit(Resource::Nofile);
+    if limit.current < limit.maximum {
+        limit.current = limit.maximum;
+        let _ = setrlimit(Resource::Nofile, limit);
     }
 }
 

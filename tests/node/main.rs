@@ -1,0 +1,7 @@
+//! The node runtime (`apply`, `prune`, `rm`) on real filesystems: tmpfs
+//! and ext4 images mounted in a private mount namespace per test, with a
+//! checksummed sentinel etcd tree that must come out of every test
+//! unchanged. Needs root (mounts, chown, loop devices).
+
+mod apply;
+mod arena;
