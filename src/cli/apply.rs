@@ -8,7 +8,7 @@ use clap::Args as ClapArgs;
 use semanifest::fsroot::Root;
 use semanifest::node::{self, ApplyMode};
 
-use super::{EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK};
+use super::{EXIT_FINDINGS, EXIT_OK};
 
 const AFTER_HELP: &str = "\
 Exit codes: 0 placed (or nothing to change); 1 some directories could not
@@ -53,10 +53,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    let parsed = match super::load_layout(args.layout.as_deref()) {
-        Ok(parsed) => parsed,
-        Err(code) => return Ok(code),
-    };
+    let parsed = super::load_layout(args.layout.as_deref())?;
     let contexts = super::contexts_of(&parsed)?;
     let mode = if args.check {
         ApplyMode::Check
@@ -66,13 +63,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         ApplyMode::Write
     };
     let root = Root::open(&args.root)?;
-    let report = match node::apply(&parsed.layout, &contexts, &root, mode) {
-        Ok(report) => report,
-        Err(error) => {
-            eprintln!("semanifest: error: {error}");
-            return Ok(EXIT_BAD_INPUT);
-        }
-    };
+    let report = node::apply(&parsed.layout, &contexts, &root, mode)?;
     for error in &report.errors {
         eprintln!("semanifest: error: {error}");
     }
