@@ -320,3 +320,52 @@ fn labels_stay_below_the_root_like_relabel() {
     assert!(reported.contains("var/mnt/bound/sub/secret"), "{reported}");
     assert!(!reported.contains("escape/"), "{reported}");
 }
+
+/// `--labels` walks with the relabeler, which raises its own soft limit on
+/// open files: a tree that holds more directories open than the soft
+/// limit allows is checked without an error. Control: with the hard limit
+/// as low as the soft one, the same walk runs out of descriptors.
+#[test]
+fn labels_walk_raises_the_open_file_limit() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let root = dir.path();
+    // 600 levels, each with the way down and three leaf directories: a
+    // level whose leaves are still queued keeps its descriptor open while
+    // the walk goes deeper.
+    let mut level = root.join("var");
+    for _ in 0..600 {
+        for leaf in ["b", "c", "d"] {
+            fs::create_dir_all(level.join(leaf)).unwrap();
+        }
+        level = level.join("a");
+    }
+    fs::create_dir_all(&level).unwrap();
+    let with_limit = |limit: &str| {
+        let mut command = Command::new("sh");
+        command
+            .arg("-c")
+            .arg(format!("ulimit {limit} 128 && exec \"$0\" \"$@\""))
+            .arg(env!("CARGO_BIN_EXE_semanifest"))
+            .args(["check", "--format", "json", "--labels"])
+            .arg(root);
+        let output = run(&mut command);
+        let json: serde_json::Value = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", stderr(&output)));
+        json["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["rule"] == "labels-error")
+            .map(|f| f["message"].as_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    // Control: soft and hard limit 128.
+    let errors = with_limit("-n");
+    assert!(
+        errors.iter().any(|e| e.contains("Too many open files")),
+        "{errors:#?}"
+    );
+    // Soft limit 128, hard limit as before: raised, no error.
+    let errors = with_limit("-Sn");
+    assert!(errors.is_empty(), "{errors:#?}");
+}

@@ -292,3 +292,50 @@ fn without_root_the_lookup_uses_the_real_path() {
         Some(b"system_u:object_r:real_t:s0\0".to_vec())
     );
 }
+
+/// docs/relabel-json.md documents exactly the fields `--json` prints, in
+/// every mode, and its example has the same fields. Control: a field the
+/// documentation does not list would fail the comparison (checked against
+/// a document with one row removed).
+#[test]
+fn json_summary_fields_are_the_documented_ones() {
+    let docs = std::fs::read_to_string("docs/relabel-json.md").expect("docs/relabel-json.md");
+    let documented = |text: &str| -> std::collections::BTreeSet<String> {
+        text.lines()
+            .filter_map(|line| line.strip_prefix("| `"))
+            .filter_map(|rest| rest.split_once('`'))
+            .map(|(field, _)| field.to_owned())
+            .collect()
+    };
+    let fields = documented(&docs);
+    let keys = |value: &serde_json::Value| -> std::collections::BTreeSet<String> {
+        value
+            .as_object()
+            .expect("an object")
+            .keys()
+            .cloned()
+            .collect()
+    };
+    let example = docs
+        .split("```json\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("an example");
+    assert_eq!(keys(&serde_json::from_str(example).unwrap()), fields);
+    for (args, mode) in [
+        (&["--json", "--dry-run"][..], "dry-run"),
+        (&["--json", "--check"][..], "check"),
+        (&["--json"][..], "write"),
+    ] {
+        let fixture = Fixture::new("image");
+        let summary = json(&fixture.relabel(args));
+        assert_eq!(summary["mode"], mode);
+        assert_eq!(keys(&summary), fields, "{args:?}");
+    }
+    let without_errors: String = docs
+        .lines()
+        .filter(|line| !line.starts_with("| `errors`"))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    assert_ne!(documented(&without_errors), fields);
+}

@@ -83,7 +83,8 @@ pub struct Args {
     #[arg(long, short = 'v')]
     verbose: bool,
 
-    /// Print the summary as JSON on stdout (change lines then go to stderr).
+    /// Print the summary as one line of JSON on stdout (change lines then
+    /// go to stderr); the fields are in docs/relabel-json.md.
     #[arg(long)]
     json: bool,
 
@@ -126,7 +127,6 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             .collect::<anyhow::Result<_>>()?,
         jobs: args.jobs,
     };
-    raise_fd_limit();
 
     let reporter = Reporter::new(args);
     let summary = relabel::relabel(&labels, &args.paths, &options, &reporter)?;
@@ -154,18 +154,6 @@ fn load_labels(args: &Args) -> anyhow::Result<FileContexts> {
 fn absolute(path: &Path) -> anyhow::Result<PathBuf> {
     std::path::absolute(path)
         .with_context(|| format!("{}", EscapedPath(path.as_os_str().as_encoded_bytes())))
-}
-
-/// Each directory on the walk's frontier holds an fd; deep or wide trees can
-/// exceed the default soft limit of 1024, so use what the hard limit allows.
-fn raise_fd_limit() {
-    use rustix::process::{getrlimit, setrlimit, Resource};
-    let mut limit = getrlimit(Resource::Nofile);
-    if limit.current < limit.maximum {
-        limit.current = limit.maximum;
-        // Best effort: the walk reports EMFILE per object if this fails.
-        let _ = setrlimit(Resource::Nofile, limit);
-    }
 }
 
 /// Prints events as they arrive from the worker threads.
