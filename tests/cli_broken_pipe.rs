@@ -203,7 +203,10 @@ fn every_other_printing_subcommand_ends_quietly_on_a_closed_pipe() {
         env!("CARGO_MANIFEST_DIR"),
         "/tests/data/layouts/minimal.yaml"
     );
-    let commands: [&[&str]; 7] = [
+    let empty_root = tempfile::tempdir().unwrap();
+    let empty_root = empty_root.path().to_str().unwrap();
+    let commands: [&[&str]; 8] = [
+        &["apply", "--dry-run", "--root", empty_root],
         &["layout", "show"],
         &["layout", "schema"],
         &["man", "check"],
