@@ -110,7 +110,10 @@ fuzz_target!(|data: &[u8]| {
             }
             let seen = GAVE_UP.fetch_add(1, Ordering::Relaxed) + 1;
             if seen.is_power_of_two() {
-                eprintln!("PCRE2 gave up: {seen} lookups so far (last: {})", escape(key));
+                eprintln!(
+                    "PCRE2 gave up: {seen} lookups so far (last: {})",
+                    escape(key)
+                );
             }
         }
     }
