@@ -42,7 +42,7 @@
 //! up after 10,000,000 steps (or on its depth or heap limit), and libselinux
 //! then ends the lookup with ENOENT, "no label", even where an earlier spec
 //! matches. Whether that happens depends on the key as much as on the spec
-//! (`/a/(.*)*t` on a 40-byte key; `/a/.*.*t` only from a few thousand bytes),
+//! (`/a/(.*)*t` on a 40-byte key; `/a/.*.*t` only from several thousand bytes),
 //! so no spec can be singled out. Our automata have no such limit: the
 //! answer is the one the specs give, in linear time. The tests confirm each
 //! such case with PCRE2 itself (corpus case `pcre2_match_limit`).

@@ -450,7 +450,7 @@ pub fn assert_directory_lookups_agree(contexts: &FileContexts, keys: &[Vec<u8>],
 /// (`PCRE2_ERROR_MATCHLIMIT`) or on its depth or heap limit. libselinux
 /// then stops the lookup and answers ENOENT, "no label", whatever the specs
 /// say; semanifest's automata have no such limit and answer what the regex
-/// means. A spec such as `/a/(.*)*t`, or `/a/.*.*t` on a key of a few
+/// means. A spec such as `/a/(.*)*t`, or `/a/.*.*t` on a key of several
 /// thousand bytes, is enough (corpus case `pcre2_match_limit`).
 pub struct Pcre2Specs {
     /// Each spec's type bits (0 = any) and its regex; `None` when PCRE2
