@@ -188,7 +188,9 @@ fn labels_report_exactly_the_injected_drift() {
     ] {
         fs::write(root.join(file), b"x").unwrap();
     }
-    // Label everything correctly first.
+    // Place the layout's directories and label everything correctly first.
+    let output = run(semanifest().args(["apply", "--root"]).arg(root));
+    assert!(output.status.success(), "{}", stderr(&output));
     let output = run(semanifest()
         .args([
             "relabel",
@@ -271,6 +273,8 @@ fn labels_stay_below_the_root_like_relabel() {
     std::os::unix::fs::symlink(&outside, root.join("var/mnt/escape")).unwrap();
     fs::create_dir_all(outside.join("sub")).unwrap();
     fs::write(outside.join("sub/secret"), b"x").unwrap();
+    let output = run(semanifest().args(["apply", "--root"]).arg(&root));
+    assert!(output.status.success(), "{}", stderr(&output));
     let output = run(semanifest()
         .args([
             "relabel",

@@ -1,13 +1,29 @@
 //! Label findings: walk a tree with the relabeler in check mode (nothing is
 //! written) and report every object whose `security.selinux` differs from
-//! what the layout's file_contexts says.
+//! what the layout's file_contexts says; then run `apply` in check mode and
+//! report every declared directory that is missing, blocked, or has
+//! another mode or owner than the layout declares (its label drift is
+//! already a `labels-drift` finding of the walk).
 
 use std::path::{Path, PathBuf};
 
-use crate::check::report::{Finding, Rule};
+use crate::check::report::{Finding, Rule, Severity};
 use crate::check::rules;
 use crate::fcontext::FileContexts;
+use crate::fsroot::Root;
+use crate::model::Layout;
+use crate::node::apply::What;
+use crate::node::{self, ApplyMode, NodeError};
 use crate::relabel::{self, Collector, EscapedPath, RelabelError, RelabelOptions, WriteMode};
+
+/// Why the label phase could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum LabelsError {
+    #[error(transparent)]
+    Relabel(#[from] RelabelError),
+    #[error(transparent)]
+    Apply(#[from] NodeError),
+}
 
 fn finding(rule: &'static Rule, message: String) -> Finding {
     Finding {
@@ -27,8 +43,64 @@ pub struct LabelReport {
 }
 
 /// Checks the labels under `root`, an image or node root: `ROOT/var/x` is
-/// looked up as `/var/x`, like `setfiles -r ROOT`.
-pub fn check(contexts: &FileContexts, root: &Path) -> Result<LabelReport, RelabelError> {
+/// looked up as `/var/x`, like `setfiles -r ROOT`; then the declared
+/// directories' existence, mode and owner, as `apply --check` does.
+pub fn check(
+    layout: &Layout,
+    contexts: &FileContexts,
+    root: &Path,
+) -> Result<LabelReport, LabelsError> {
+    let mut report = walk(contexts, root)?;
+    let root = Root::open(root).map_err(NodeError::from)?;
+    let applied = node::apply(layout, contexts, &root, ApplyMode::Check)?;
+    for change in &applied.changes {
+        let (rule, severity, message) = match &change.what {
+            // The walk reported it.
+            What::Label { .. } => continue,
+            What::Created { .. } => (
+                &rules::APPLY_MISSING,
+                Severity::Warning,
+                format!("{} is missing; `semanifest apply` creates it", change.path),
+            ),
+            What::Mode { found, wanted } => (
+                &rules::APPLY_DRIFT,
+                Severity::Error,
+                format!("{} has mode {found}, the layout says {wanted}", change.path),
+            ),
+            What::Owner { found, wanted } => (
+                &rules::APPLY_DRIFT,
+                Severity::Error,
+                format!(
+                    "{} is owned by {found}, the layout says {wanted}",
+                    change.path
+                ),
+            ),
+            What::Trash { .. } => (
+                &rules::APPLY_DRIFT,
+                Severity::Warning,
+                format!(
+                    "{} holds a trash left by an interrupted prune; `semanifest apply` or \
+                     `prune` empties it",
+                    change.path
+                ),
+            ),
+        };
+        report.findings.push(Finding {
+            severity,
+            ..finding(rule, message)
+        });
+    }
+    report.findings.extend(
+        applied
+            .errors
+            .iter()
+            .map(|error| finding(&rules::APPLY_BLOCKED, error.to_string())),
+    );
+    Ok(report)
+}
+
+/// The relabeler's walk in dry-run mode.
+fn walk(contexts: &FileContexts, root: &Path) -> Result<LabelReport, RelabelError> {
     let root: PathBuf = root.to_path_buf();
     let options = RelabelOptions {
         write: WriteMode::DryRun,

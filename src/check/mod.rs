@@ -145,7 +145,7 @@ fn workload_and_label_phases(
             Err(error) => outcome
                 .input_errors
                 .push(InputError::FileContexts(error).to_string()),
-            Ok(contexts) => match labels::check(&contexts, root) {
+            Ok(contexts) => match labels::check(&parsed.layout, &contexts, root) {
                 Ok(report) => {
                     outcome.labels_examined = Some(report.summary.examined);
                     outcome.findings.extend(report.findings);

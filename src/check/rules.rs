@@ -104,6 +104,15 @@ rule!(
     "An object's label could not be read.",
     "An object whose label cannot be checked may carry any label."
 );
+rule!(APPLY_DRIFT, "apply-drift", "ApplyDrift", Error,
+    "A declared directory has another mode or owner than the layout declares.",
+    "`semanifest apply` changes it back at the next run; until then the directory is open to, or closed to, someone the layout did not intend.");
+rule!(APPLY_MISSING, "apply-missing", "ApplyMissing", Warning,
+    "A declared directory does not exist yet.",
+    "`semanifest apply` creates it, born with its label; a service that creates it first gets its parent's type unless the policy names a transition.");
+rule!(APPLY_BLOCKED, "apply-blocked", "ApplyBlocked", Error,
+    "Something apply never replaces is in the way of a declared directory (a file, a symlink), or it cannot be reached.",
+    "`semanifest apply` deletes nothing and follows no symlink, so the directory cannot be placed until someone looks at what is there.");
 
 rule!(STORE_MAPPING, "store-mapping", "StoreMapping", Error,
     "A layout domain cannot run as the store type it maps to.",
@@ -152,7 +161,7 @@ pub fn layout_rule(code: &str) -> &'static Rule {
 }
 
 /// Every rule of this module, for documentation and SARIF.
-pub static RULES: [&Rule; 25] = [
+pub static RULES: [&Rule; 28] = [
     &LAYOUT_YAML,
     &LAYOUT_HEADER,
     &LAYOUT_PATH,
@@ -171,6 +180,9 @@ pub static RULES: [&Rule; 25] = [
     &POLICY_TRANSITION,
     &LABELS_DRIFT,
     &LABELS_ERROR,
+    &APPLY_DRIFT,
+    &APPLY_MISSING,
+    &APPLY_BLOCKED,
     &STORE_MAPPING,
     &STORE_FILECON,
     &STORE_FILECON_RESOLVED,

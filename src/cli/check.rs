@@ -31,7 +31,9 @@ Phases, in order:
               domain that can still reach a protected type are reported
   labels      with --labels ROOT: every object under ROOT whose
               security.selinux differs from the layout (ROOT is an image or
-              node root, as in `setfiles -r`)
+              node root, as in `setfiles -r`), and every declared directory
+              that is missing, blocked, or has another mode or owner than
+              the layout says (what `semanifest apply` would change)
 
 Exit codes: 0 clean; 1 findings at error level (or warnings with
 --deny-warnings); 2 usage errors, unreadable input (including a --k8s
@@ -152,7 +154,14 @@ pub fn run(args: Args) -> Result<u8> {
             .iter()
             .filter(|f| f.rule.id == "labels-drift")
             .count();
-        eprintln!("labels: {examined} objects examined, {drift} with a different label");
+        let apply = findings
+            .iter()
+            .filter(|f| matches!(f.rule.id, "apply-drift" | "apply-missing" | "apply-blocked"))
+            .count();
+        eprintln!(
+            "labels: {examined} objects examined, {drift} with a different label; \
+             {apply} differences from the layout's directories (mode, owner, missing, blocked)"
+        );
     }
     if !input_errors.is_empty() {
         return Err(super::Errors::of_messages(input_errors).into());

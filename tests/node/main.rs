@@ -5,3 +5,4 @@
 
 mod apply;
 mod arena;
+mod check_labels;
