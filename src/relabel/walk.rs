@@ -30,7 +30,7 @@ const INLINE_LABEL: usize = 256;
 /// Relabels every object at and below `paths` (see the module docs).
 ///
 /// Raises the process's soft limit on open files to the hard limit
-/// first (see `raise_fd_limit`).
+/// first ([`crate::fsroot::raise_fd_limit`]).
 ///
 /// Fails before touching anything if the root cannot be opened or an
 /// operand is missing, outside the root or reached through a symlink;
@@ -46,7 +46,8 @@ pub fn relabel<L: LabelLookup + ?Sized>(
     if paths.is_empty() {
         return Err(RelabelError::NoPaths);
     }
-    raise_fd_limit();
+    // Each directory on the walk's frontier holds an fd.
+    crate::fsroot::raise_fd_limit();
     let root = match &options.alternate_root {
         Some(root) => Root::open(root)?,
         None => Root::open(Path::new("/"))?,
@@ -92,19 +93,6 @@ pub fn relabel<L: LabelLookup + ?Sized>(
     let mut summary = walker.totals.snapshot();
     summary.seconds = started.elapsed().as_secs_f64();
     Ok(summary)
-}
-
-/// Each directory on the walk's frontier holds an fd, so a deep or wide
-/// tree can need more than the usual soft limit of 1024: the soft limit is
-/// raised to the hard limit (process-wide; best effort: if it fails, the
-/// walk reports `EMFILE` per object).
-fn raise_fd_limit() {
-    use rustix::process::{getrlimit, setrlimit, Resource};
-    let mut limit = getrlimit(Resource::Nofile);
-    if limit.current < limit.maximum {
-        limit.current = limit.maximum;
-        let _ = setrlimit(Resource::Nofile, limit);
-    }
 }
 
 /// A command-line path, resolved below the root: where the walk starts.
