@@ -3,7 +3,8 @@
 //!
 //! Data flows one way: `manifest` (YAML → validated [`model::Layout`]) →
 //! `policy` (CIL + file_contexts + `secilc`) → files on disk; and
-//! `fcontext` (file_contexts → matcher) → `relabel` (walker).
+//! `fcontext` (file_contexts → matcher) → `relabel` (walker); `units`
+//! (the layout → systemd units that boot it).
 //! See `ARCHITECTURE.md` for the map and each module's invariants.
 
 pub mod check;
@@ -19,3 +20,4 @@ pub mod path_chain;
 pub mod policy;
 pub mod relabel;
 pub mod store;
+pub mod units;

@@ -27,6 +27,76 @@ pub struct Layout {
     pub description: Option<String>,
     pub domains: Vec<Domain>,
     pub paths: Vec<PathRule>,
+    /// How a node boots the layout (`spec.node`).
+    pub node: Node,
+}
+
+/// How a node's systemd boots the layout: the units `semanifest units`
+/// generates from it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Node {
+    /// Start the runtime units inside one mount namespace of their own
+    /// (kubens), so the mounts they make stay out of the host's table.
+    pub kubens: bool,
+    /// The container runtime and kubelet units: they start only once the
+    /// layout is placed and labelled. In layout order, unique.
+    pub runtime: Vec<RuntimeUnit>,
+}
+
+/// A unit that must not start before `/var` is placed and labelled.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RuntimeUnit {
+    /// `containerd.service`.
+    pub unit: String,
+    /// The command the unit runs (its `ExecStart=` line); kubens starts it
+    /// through `kubensenter`. Always set when `Node::kubens` is.
+    pub exec: Option<String>,
+}
+
+impl Node {
+    /// The services semanifest generates itself; a runtime unit cannot be
+    /// one of them.
+    pub const GENERATED_SERVICES: [&'static str; 3] = [
+        "semanifest-apply.service",
+        "semanifest-relabel.service",
+        "kubens.service",
+    ];
+
+    /// The runtime units a layout gets without `spec.node.runtime`: the
+    /// unit names and commands of the containerd, CRI-O and kubeadm
+    /// packages.
+    pub const DEFAULT_RUNTIME: [(&'static str, &'static str); 3] = [
+        ("containerd.service", "/usr/bin/containerd"),
+        (
+            "crio.service",
+            "/usr/bin/crio $CRIO_CONFIG_OPTIONS $CRIO_RUNTIME_OPTIONS $CRIO_STORAGE_OPTIONS \
+             $CRIO_NETWORK_OPTIONS $CRIO_METRICS_OPTIONS",
+        ),
+        (
+            "kubelet.service",
+            "/usr/bin/kubelet $KUBELET_KUBECONFIG_ARGS $KUBELET_CONFIG_ARGS \
+             $KUBELET_KUBEADM_ARGS $KUBELET_EXTRA_ARGS",
+        ),
+    ];
+
+    pub fn default_runtime() -> Vec<RuntimeUnit> {
+        Self::DEFAULT_RUNTIME
+            .iter()
+            .map(|(unit, exec)| RuntimeUnit {
+                unit: (*unit).to_owned(),
+                exec: Some((*exec).to_owned()),
+            })
+            .collect()
+    }
+}
+
+impl Default for Node {
+    fn default() -> Self {
+        Node {
+            kubens: false,
+            runtime: Node::default_runtime(),
+        }
+    }
 }
 
 /// A process domain the layout speaks of.
@@ -200,6 +270,8 @@ impl Lifecycle {
 pub struct Mount {
     pub tmpfs: bool,
     pub propagation: Option<Propagation>,
+    /// The tmpfs's `size=` (`64m`, `20%`); only with `tmpfs`.
+    pub size: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -318,3 +318,126 @@ fn rendered_errors_carry_file_line_column_and_snippet() {
     );
     assert!(text.contains("help: write `/var/lib`"), "{text}");
 }
+
+/// `LINE:COL` of the first `needle` on the line that contains it.
+fn position_of(yaml: &str, needle: &str) -> String {
+    let (index, line) = yaml
+        .lines()
+        .enumerate()
+        .find(|(_, line)| line.contains(needle))
+        .unwrap_or_else(|| panic!("{needle:?} not in the manifest"));
+    format!("{}:{}", index + 1, line.find(needle).unwrap() + 1)
+}
+
+const ONE_PATH: &str =
+    "    - path: /var/a\n      type: a_t\n      access: { etcd: read, pods: read }\n";
+
+fn with_node(node: &str) -> String {
+    format!("{HEAD}{ONE_PATH}  node:\n{node}")
+}
+
+#[test]
+fn control_a_valid_node_section_has_no_diagnostics() {
+    for node in [
+        "    kubens: true\n",
+        "    kubens: false\n    runtime: []\n",
+        "    runtime:\n      - unit: kubelet@main.service\n",
+        "    kubens: true\n    runtime:\n      - unit: containerd.service\n        exec: /usr/bin/containerd --log-level=debug $EXTRA\n",
+    ] {
+        assert_eq!(diagnose(&with_node(node)), vec![], "{node}");
+    }
+}
+
+#[test]
+fn runtime_unit_names() {
+    let yaml = with_node("    runtime:\n      - unit: containerd\n");
+    assert_error(
+        &yaml,
+        "node-unit",
+        &position_of(&yaml, "containerd"),
+        "invalid unit name `containerd`",
+    );
+    let yaml = with_node("    runtime:\n      - unit: kubens.service\n");
+    assert_error(
+        &yaml,
+        "node-unit",
+        &position_of(&yaml, "kubens.service"),
+        "`kubens.service` is a unit semanifest generates itself",
+    );
+    let yaml = with_node("    runtime:\n      - unit: crio.service\n      - unit: crio.service\n");
+    let second = format!(
+        "{}:15",
+        position_of(&yaml, "- unit: crio")
+            .split(':')
+            .next()
+            .unwrap()
+            .parse::<usize>()
+            .unwrap()
+            + 1
+    );
+    assert_error(
+        &yaml,
+        "node-unit-duplicate",
+        &second,
+        "unit `crio.service` is listed twice",
+    );
+}
+
+#[test]
+fn runtime_commands_and_kubens() {
+    let yaml = with_node("    runtime:\n      - unit: crio.service\n        exec: crio --debug\n");
+    assert_error(
+        &yaml,
+        "node-exec",
+        &position_of(&yaml, "crio --debug"),
+        "invalid command `crio --debug`",
+    );
+    let yaml = with_node("    kubens: true\n    runtime:\n      - unit: crio.service\n");
+    assert_error(
+        &yaml,
+        "kubens-exec",
+        &position_of(&yaml, "crio.service"),
+        "`crio.service` has no `exec`, which kubens needs",
+    );
+    let yaml = with_node("    kubens: true\n    runtime: []\n");
+    // Line 14 is `    kubens: true`; the error points at its value.
+    assert_error(
+        &yaml,
+        "kubens-exec",
+        "14:13",
+        "kubens is on, but no runtime unit is listed",
+    );
+}
+
+#[test]
+fn tmpfs_size() {
+    let path = |mount: &str| {
+        format!("{HEAD}    - path: /var/a\n      type: a_t\n      mount: {mount}\n      lifecycle: ephemeral\n      access: {{ etcd: read, pods: read }}\n")
+    };
+    let yaml = path("{ tmpfs: true, size: 5x }");
+    assert_error(
+        &yaml,
+        "tmpfs-size",
+        &position_of(&yaml, "5x"),
+        "invalid tmpfs size `5x`",
+    );
+    let yaml = path("{ tmpfs: true, size: 101% }");
+    assert_error(
+        &yaml,
+        "tmpfs-size",
+        &position_of(&yaml, "101%"),
+        "invalid tmpfs size `101%`",
+    );
+    let yaml = path("{ propagation: rshared, size: 5m }");
+    assert_error(
+        &yaml,
+        "tmpfs-size",
+        &position_of(&yaml, "5m"),
+        "`size` is a tmpfs's size, but `/var/a` is not a tmpfs",
+    );
+    // Control: the same sizes on a tmpfs, quoted or not.
+    for size in ["5m", "\"20%\"", "20%", "\"1048576\"", "1048576"] {
+        let yaml = path(&format!("{{ tmpfs: true, size: {size} }}"));
+        assert_eq!(diagnose(&yaml), vec![], "{size}");
+    }
+}

@@ -57,6 +57,9 @@ rule!(
 rule!(LAYOUT_TMPFS, "layout-tmpfs-lifecycle", "LayoutTmpfsLifecycle", Warning,
     "A tmpfs mount is declared persistent.",
     "A tmpfs is empty at every boot; say `lifecycle: ephemeral` so tooling does not promise to keep it.");
+rule!(LAYOUT_NODE, "layout-node", "LayoutNode", Error,
+    "A runtime unit under spec.node is misnamed, listed twice, one semanifest generates, or has no command kubens can start.",
+    "The generated units order the runtime after the labels by these names, and kubens restarts each one through kubensenter with its command: a wrong name or command leaves the runtime unordered, or failing to start.");
 rule!(FC_SHADOWED, "layout-fc-shadowed", "LayoutFileContextShadowed", Error,
     "A layout path's own file_contexts spec never wins for it.",
     "libselinux picks exact specs over regexes and the last matching regex; if another spec wins, the path gets another label than the layout says.");
@@ -156,12 +159,13 @@ pub fn layout_rule(code: &str) -> &'static Rule {
         "workload-trusted" | "workload-transition" => &LAYOUT_WORKLOAD,
         "domain-unused" => &LAYOUT_UNUSED,
         "tmpfs-persistent" => &LAYOUT_TMPFS,
+        "node-unit" | "node-unit-duplicate" | "node-exec" | "kubens-exec" => &LAYOUT_NODE,
         _ => &LAYOUT_VALUE,
     }
 }
 
 /// Every rule of this module, for documentation and SARIF.
-pub static RULES: [&Rule; 28] = [
+pub static RULES: [&Rule; 29] = [
     &LAYOUT_YAML,
     &LAYOUT_HEADER,
     &LAYOUT_PATH,
@@ -171,6 +175,7 @@ pub static RULES: [&Rule; 28] = [
     &LAYOUT_WORKLOAD,
     &LAYOUT_UNUSED,
     &LAYOUT_TMPFS,
+    &LAYOUT_NODE,
     &FC_SHADOWED,
     &FC_ORDER,
     &FC_BASE_OVERLAP,

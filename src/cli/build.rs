@@ -30,7 +30,7 @@ only: a `semodule -p` ROOT, /var/lib/selinux/NAME, or a directory of CIL from
 Examples:
   semanifest build --out out/
   semanifest build --layout worker.yaml --out out/ --include site.cil
-  semanifest build --out out/ --install-root /sysroot   # then boot /sysroot
+  semanifest build --out out/ --install-root /sysroot   # policy and units; boot /sysroot
   semanifest build --target module --against / --out out/   # this host's policy
   semanifest build --target module --against /var/lib/selinux/default --out out/ \\
       --stock-out stock/ --profile refpolicy";
@@ -59,7 +59,10 @@ pub struct Args {
     /// Extra CIL compiled with the policy; held to the layout's neverallows.
     #[arg(long = "include", value_name = "FILE.cil")]
     includes: Vec<PathBuf>,
-    /// Also install into ROOT/etc/selinux/NAME (config, policy, file_contexts).
+    /// Also install into the image at ROOT: the policy under
+    /// ROOT/etc/selinux/NAME (config, policy, file_contexts) and the units
+    /// that boot the layout under ROOT/usr/lib/systemd/system, enabled
+    /// (see `semanifest units`).
     #[arg(long, value_name = "ROOT")]
     install_root: Option<PathBuf>,
     /// Policy name under /etc/selinux with --install-root.
@@ -99,12 +102,21 @@ pub fn run(args: Args) -> Result<u8> {
         bail!("--against and --stock-out need --target module");
     }
     let parsed = super::load_layout(args.layout.as_deref())?;
+    // The image is read before anything is written into it.
+    let units = match &args.install_root {
+        Some(root) => Some(super::units::render(
+            &parsed,
+            Some(root),
+            &args.policy_name,
+        )?),
+        None => None,
+    };
     let options = BuildOptions {
         out_dir: args.out,
         secilc: args.secilc,
         includes: args.includes,
-        install_root: args.install_root,
-        policy_name: args.policy_name,
+        install_root: args.install_root.clone(),
+        policy_name: args.policy_name.clone(),
         disable_neverallow: args.unsafe_disable_neverallow,
     };
     let output = policy::build(&parsed, &options)?;
@@ -118,6 +130,9 @@ pub fn run(args: Args) -> Result<u8> {
     .chain(&output.installed)
     {
         eprintln!("wrote {}", path.display());
+    }
+    if let (Some(root), Some(units)) = (&args.install_root, &units) {
+        super::units::write(units, root, true)?;
     }
     Ok(super::EXIT_OK)
 }

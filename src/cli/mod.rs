@@ -16,6 +16,7 @@ mod layout;
 mod lookup;
 mod man;
 mod relabel;
+mod units;
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -73,6 +74,7 @@ enum Command {
     Lookup(lookup::Args),
     Man(man::Args),
     Relabel(relabel::Args),
+    Units(units::Args),
 }
 
 pub fn run() -> ExitCode {
@@ -88,6 +90,7 @@ pub fn run() -> ExitCode {
         Command::Man(args) => man::run(args),
         Command::Lookup(args) => lookup::run(args),
         Command::Relabel(args) => relabel::run(args),
+        Command::Units(args) => units::run(args),
     };
     exit(result)
 }

@@ -58,6 +58,46 @@ pub struct RawSpec {
     /// The paths of the layout; each rule covers its subtree except deeper
     /// paths the manifest names.
     pub paths: Vec<RawPath>,
+    /// How a node's systemd boots the layout (the units `semanifest units`
+    /// and `build --install-root` write).
+    #[serde(default)]
+    pub node: Option<RawNode>,
+}
+
+/// How a node's systemd boots the layout.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawNode {
+    /// Start the runtime units inside one mount namespace pinned at
+    /// /run/kubens/mnt (kubens.service), so the mounts they make stay out
+    /// of the host's mount table; disabling kubens.service starts them on
+    /// the host again.
+    #[serde(default)]
+    #[schemars(schema_with = "schema::flag")]
+    pub kubens: Option<Spanned<bool>>,
+    /// The container runtime and kubelet units: each starts only once the
+    /// layout is placed and /var labelled (a failure keeps it from
+    /// starting), and with kubens inside the namespace. Without this list:
+    /// containerd.service, crio.service and kubelet.service with their
+    /// packages' commands.
+    #[serde(default)]
+    pub runtime: Option<Vec<RawRuntimeUnit>>,
+}
+
+/// A runtime unit.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawRuntimeUnit {
+    /// The unit's name (`containerd.service`).
+    #[schemars(schema_with = "schema::unit_name")]
+    pub unit: Spanned<String>,
+    /// The unit's command, as its ExecStart= line writes it (an absolute
+    /// path, then the arguments; `$VAR` expands from the unit's
+    /// environment). kubens starts it through kubensenter, so it is needed
+    /// with `kubens: true`.
+    #[serde(default)]
+    #[schemars(schema_with = "schema::exec")]
+    pub exec: Option<Spanned<String>>,
 }
 
 /// A process domain.
@@ -149,10 +189,18 @@ pub struct RawMount {
     #[serde(default)]
     #[schemars(schema_with = "schema::propagation")]
     pub propagation: Option<Spanned<String>>,
-    /// A tmpfs is mounted here at boot (declare `lifecycle: ephemeral`).
+    /// A tmpfs is mounted here at boot (declare `lifecycle: ephemeral`),
+    /// with the path's type as its context and the path's mode (default
+    /// 0755).
     #[serde(default)]
     #[schemars(schema_with = "schema::flag")]
     pub tmpfs: Option<Spanned<bool>>,
+    /// The tmpfs's size: bytes with an optional k, m or g suffix, or a
+    /// percentage of RAM (`20%`). Without it, the kernel's default (half of
+    /// RAM).
+    #[serde(default)]
+    #[schemars(schema_with = "schema::tmpfs_size")]
+    pub size: Option<Spanned<String>>,
 }
 
 /// A mapping kept in source order with the position of every key, so rules

@@ -30,6 +30,16 @@ pub const MODE_PATTERN: &str = "^[0-7]{3,4}$";
 /// A user name, or numeric `uid:gid` (each at most 10 digits; values above
 /// 2^32-1 are refused by `validate` only).
 pub const OWNER_PATTERN: &str = r"^(?:[a-z_][a-z0-9_-]{0,31}|\+?[0-9]{1,10}:\+?[0-9]{1,10})$";
+/// A service unit's name (`containerd.service`, `kubelet@main.service`);
+/// at most [`UNIT_NAME_MAX`] characters, as systemd allows.
+pub const UNIT_NAME_PATTERN: &str = r"^[A-Za-z0-9:_.-]+(?:@[A-Za-z0-9:_.-]+)?\.service$";
+pub const UNIT_NAME_MAX: usize = 255;
+/// An ExecStart= command: an absolute path, then arguments; printable
+/// ASCII on one line.
+pub const EXEC_PATTERN: &str = r"^/[\x21-\x7e]+(?: [\x20-\x7e]*)?$";
+/// A tmpfs size: bytes with an optional k/m/g suffix (no leading zero), or
+/// a percentage of RAM from 1 to 100.
+pub const TMPFS_SIZE_PATTERN: &str = r"^(?:[1-9][0-9]{0,15}[kmgKMG]?|(?:[1-9][0-9]?|100)%)$";
 /// An absolute normalised path of printable ASCII without spaces or `"`:
 /// components are never empty, `.` or `..`, and there is no trailing `/`.
 /// (`\x21\x23-\x2d\x30-\x7e` is printable ASCII less `"`, `.` and `/`; with
@@ -113,6 +123,18 @@ pub(super) fn path(_: &mut SchemaGenerator) -> Schema {
 
 pub(super) fn mode(_: &mut SchemaGenerator) -> Schema {
     json_schema!({ "type": "string", "pattern": MODE_PATTERN })
+}
+
+pub(super) fn unit_name(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({ "type": "string", "pattern": UNIT_NAME_PATTERN, "maxLength": UNIT_NAME_MAX })
+}
+
+pub(super) fn exec(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({ "type": "string", "pattern": EXEC_PATTERN })
+}
+
+pub(super) fn tmpfs_size(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({ "type": "string", "pattern": TMPFS_SIZE_PATTERN })
 }
 
 pub(super) fn owner(_: &mut SchemaGenerator) -> Schema {

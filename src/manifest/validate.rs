@@ -6,11 +6,12 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde_saphyr::Spanned;
 
-use super::raw::{RawDomain, RawLayout, RawPath};
-use super::BaseFacts;
+use super::raw::{RawDomain, RawLayout, RawNode, RawPath};
+use super::{schema, BaseFacts};
 use crate::diag::{Diagnostic, Pos};
 use crate::model::{
-    is_within, Access, Domain, Layout, Lifecycle, Mount, Owner, PathRule, Propagation,
+    is_within, Access, Domain, Layout, Lifecycle, Mount, Node, Owner, PathRule, Propagation,
+    RuntimeUnit,
 };
 
 pub const API_VERSION: &str = "semanifest.io/v1";
@@ -144,6 +145,7 @@ fn check_layout(raw: &RawLayout, checker: &mut Checker<'_>) -> Layout {
     check_protection(&paths, &domains, checker);
     check_transitions(&paths, &domains, checker);
     check_unused_domains(&paths, &domains, checker);
+    let node = check_node(raw.spec.node.as_ref(), checker);
 
     Layout {
         name: name.value.clone(),
@@ -151,7 +153,116 @@ fn check_layout(raw: &RawLayout, checker: &mut Checker<'_>) -> Layout {
         description: raw.metadata.description.clone(),
         domains,
         paths,
+        node,
     }
+}
+
+/// `spec.node`: runtime unit names, their commands, and kubens.
+fn check_node(raw: Option<&RawNode>, checker: &mut Checker<'_>) -> Node {
+    let Some(raw) = raw else {
+        return Node::default();
+    };
+    let kubens = flag(&raw.kubens);
+    let Some(raw_units) = &raw.runtime else {
+        return Node {
+            kubens,
+            runtime: Node::default_runtime(),
+        };
+    };
+    let mut runtime = Vec::new();
+    let mut seen: HashMap<&str, Pos> = HashMap::new();
+    for raw_unit in raw_units {
+        let unit = &raw_unit.unit;
+        if !is_unit_name(&unit.value) {
+            checker
+                .error("node-unit", pos(unit), format!("invalid unit name `{}`", unit.value))
+                .help("a service unit: letters, digits, `:_.-` and at most one `@instance`, ending in `.service`, at most 255 characters");
+        } else if Node::GENERATED_SERVICES.contains(&unit.value.as_str()) {
+            checker
+                .error(
+                    "node-unit",
+                    pos(unit),
+                    format!("`{}` is a unit semanifest generates itself", unit.value),
+                )
+                .help("list the container runtime and kubelet units that must wait for it");
+        } else if let Some(first) = seen.get(unit.value.as_str()) {
+            checker
+                .error(
+                    "node-unit-duplicate",
+                    pos(unit),
+                    format!("unit `{}` is listed twice", unit.value),
+                )
+                .help(format!("first listed at line {}", first.line));
+        }
+        seen.entry(&unit.value).or_insert(pos(unit));
+        if let Some(exec) = &raw_unit.exec {
+            if !is_exec(&exec.value) {
+                checker
+                    .error("node-exec", pos(exec), format!("invalid command `{}`", exec.value.escape_debug()))
+                    .help("an ExecStart= line on one line of printable ASCII: an absolute path, then the arguments");
+            }
+        } else if kubens {
+            checker
+                .error(
+                    "kubens-exec",
+                    pos(unit),
+                    format!("`{}` has no `exec`, which kubens needs", unit.value),
+                )
+                .help("kubens replaces the unit's command with `kubensenter COMMAND`: write the unit's ExecStart= line as `exec`");
+        }
+        runtime.push(RuntimeUnit {
+            unit: unit.value.clone(),
+            exec: raw_unit.exec.as_ref().map(|e| e.value.clone()),
+        });
+    }
+    if kubens && runtime.is_empty() {
+        if let Some(flag) = &raw.kubens {
+            checker
+                .error("kubens-exec", pos_of(flag, 4), "kubens is on, but no runtime unit is listed to start in it")
+                .help("list the runtime units under `runtime`, or leave `runtime` out for containerd, crio and kubelet");
+        }
+    }
+    Node { kubens, runtime }
+}
+
+/// `NAME.service` or `NAME@INSTANCE.service`, as systemd names services.
+fn is_unit_name(text: &str) -> bool {
+    let Some(stem) = text.strip_suffix(".service") else {
+        return false;
+    };
+    let valid = |part: &str| {
+        !part.is_empty()
+            && part
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b':' | b'_' | b'.' | b'-'))
+    };
+    text.len() <= schema::UNIT_NAME_MAX
+        && match stem.split_once('@') {
+            Some((prefix, instance)) => valid(prefix) && valid(instance),
+            None => valid(stem),
+        }
+}
+
+/// An ExecStart= command on one line: an absolute path of at least one
+/// name, then the arguments, all printable ASCII.
+fn is_exec(text: &str) -> bool {
+    let first = text.split(' ').next().unwrap_or_default();
+    text.starts_with('/') && first.len() > 1 && text.bytes().all(|b| (0x20..=0x7e).contains(&b))
+}
+
+/// `64m`, `1048576`, `20%`: what tmpfs reads as `size=`.
+fn is_tmpfs_size(text: &str) -> bool {
+    if let Some(percent) = text.strip_suffix('%') {
+        return !percent.starts_with('0')
+            && percent.parse::<u32>().is_ok_and(|p| (1..=100).contains(&p))
+            && percent.bytes().all(|b| b.is_ascii_digit());
+    }
+    let digits = text
+        .strip_suffix(['k', 'm', 'g', 'K', 'M', 'G'])
+        .unwrap_or(text);
+    !digits.starts_with('0')
+        && (1..=16).contains(&digits.len())
+        && digits.bytes().all(|b| b.is_ascii_digit())
 }
 
 fn check_domains(
@@ -363,6 +474,30 @@ fn check_path(
                         )
                         .help("one of: private, rprivate, shared, rshared, slave, rslave");
                 }
+            }
+        }
+        if let Some(size) = &raw_mount.size {
+            if !is_tmpfs_size(&size.value) {
+                checker
+                    .error(
+                        "tmpfs-size",
+                        pos(size),
+                        format!("invalid tmpfs size `{}`", size.value),
+                    )
+                    .help("bytes with an optional k, m or g suffix (`64m`), or a percentage of RAM from 1 to 100 (`20%`)");
+            } else if !mount.tmpfs {
+                checker
+                    .error(
+                        "tmpfs-size",
+                        pos(size),
+                        format!(
+                            "`size` is a tmpfs's size, but `{}` is not a tmpfs",
+                            raw.path.value
+                        ),
+                    )
+                    .help("add `tmpfs: true`, or remove `size`");
+            } else {
+                mount.size = Some(size.value.clone());
             }
         }
         if mount.tmpfs && lifecycle == Lifecycle::Persistent {
@@ -778,6 +913,86 @@ mod tests {
             agree(schema::LAYOUT_NAME_PATTERN, is_dns_label, &long)?;
             agree(schema::MODE_PATTERN, |t| parse_mode(t).is_some(), &name)?;
             agree(schema::OWNER_PATTERN, |t| parse_owner(t).is_some(), &name)?;
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4000))]
+        #[test]
+        fn node_patterns_agree_with_the_rules(
+            unit in r"[a-zA-Z0-9@:_. \\-]{0,6}(\.service|\.mount|service)?",
+            exec in "[/a-z$ \t\\\\\"\u{7f}é%-]{0,8}",
+            size in "[0-9]{0,4}[kmgKMGt%]{0,2}",
+        ) {
+            agree(schema::UNIT_NAME_PATTERN, is_unit_name, &unit)?;
+            agree(schema::EXEC_PATTERN, is_exec, &exec)?;
+            agree(schema::EXEC_PATTERN, is_exec, &format!("/{exec}"))?;
+            agree(schema::TMPFS_SIZE_PATTERN, is_tmpfs_size, &size)?;
+        }
+    }
+
+    #[test]
+    fn node_patterns_agree_on_edge_cases() {
+        let long = format!("{}.service", "a".repeat(schema::UNIT_NAME_MAX - 8));
+        let too_long = format!("a{long}");
+        for unit in [
+            "containerd.service",
+            "kubelet@main.service",
+            "a@b@c.service",
+            "@x.service",
+            "x@.service",
+            ".service",
+            "x.service.service",
+            "x y.service",
+            long.as_str(),
+        ] {
+            assert_eq!(
+                matches(schema::UNIT_NAME_PATTERN, unit),
+                is_unit_name(unit),
+                "{unit:?}"
+            );
+        }
+        assert!(
+            matches(schema::UNIT_NAME_PATTERN, &too_long) && !is_unit_name(&too_long),
+            "maxLength, not the pattern, bounds the length"
+        );
+        for exec in [
+            "/",
+            "/x",
+            "/x ",
+            "/ x",
+            "x",
+            "/usr/bin/crio $A ${B}",
+            "/x\ty",
+            "/x\n",
+        ] {
+            assert_eq!(
+                matches(schema::EXEC_PATTERN, exec),
+                is_exec(exec),
+                "{exec:?}"
+            );
+        }
+        for size in [
+            "1",
+            "0",
+            "064m",
+            "64m",
+            "64M",
+            "20%",
+            "0%",
+            "100%",
+            "101%",
+            "1%",
+            "10000000000000000",
+            "9999999999999999g",
+            "%",
+            "m",
+        ] {
+            assert_eq!(
+                matches(schema::TMPFS_SIZE_PATTERN, size),
+                is_tmpfs_size(size),
+                "{size:?}"
+            );
         }
     }
 

@@ -259,7 +259,9 @@ pub fn build(parsed: &Parsed, options: &BuildOptions) -> Result<BuildOutput, Bui
 /// `ROOT/etc/selinux/config`, `ROOT/etc/selinux/NAME/policy/policy.33` and
 /// `ROOT/etc/selinux/NAME/contexts/files/file_contexts`. A stale
 /// `file_contexts.bin` would be loaded instead of the new text (libselinux
-/// prefers a `.bin` at least as new), so those siblings are removed.
+/// prefers a `.bin` at least as new), so those siblings are removed, and
+/// so is `file_contexts.subs_dist` (the image's equivalences, which
+/// `units` writes afterwards).
 fn install(
     root: &Path,
     name: &str,
@@ -284,7 +286,10 @@ fn install(
         &fc_target,
         &fs::read(file_contexts).map_err(io_error(file_contexts))?,
     )?;
+    // An equivalence file of an earlier build would relabel what the image
+    // no longer holds as a symlink; `units` writes the current one.
     for stale in [
+        "file_contexts.subs_dist",
         "file_contexts.bin",
         "file_contexts.local.bin",
         "file_contexts.homedirs.bin",

@@ -1,0 +1,95 @@
+//! `semanifest units`: the systemd units that boot a layout on a node,
+//! written as a tree to copy onto an image; and the install step `build
+//! --install-root` shares.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, Result};
+use clap::Args as ClapArgs;
+use semanifest::fsroot::Root;
+use semanifest::manifest::Parsed;
+use semanifest::units::{self, Image, Options, UnitSet};
+
+const AFTER_HELP: &str = "\
+DIR receives, as paths of the image root:
+  usr/lib/systemd/system/semanifest-apply.service     semanifest apply at boot
+  usr/lib/systemd/system/semanifest-relabel.service   relabel --type-only /var
+  usr/lib/systemd/system/<path>.mount                 one per mount: in the layout
+  usr/lib/systemd/system/<runtime>.service.d/*.conf   the runtime requires both
+  usr/lib/systemd/system/kubens.service               with spec.node.kubens
+  usr/lib/semanifest/layout.yaml                      the layout apply places
+  usr/lib/semanifest/kubensenter, kubens              kubens helpers
+  usr/lib/systemd/system-preset/50-semanifest.preset  what to enable
+
+Copy DIR onto the image and enable with `systemctl --root=IMAGE preset
+UNIT...`; `semanifest build --install-root IMAGE` does all of it, policy
+included, and enables with the same symlinks.
+
+Examples:
+  semanifest units --out units/
+  semanifest units --layout node.yaml --root /sysroot --out units/";
+
+/// Write the systemd units that boot a layout on a node.
+///
+/// The units place the layout (semanifest apply) and relabel /var before
+/// the container runtime and kubelet start, which require both; mount
+/// every `mount:` of the layout (a tmpfs with the path's label, or the
+/// directory bound onto itself with its propagation); and with
+/// `spec.node.kubens`, start the runtime units in one mount namespace of
+/// their own.
+#[derive(ClapArgs)]
+#[command(after_help = AFTER_HELP)]
+pub struct Args {
+    /// The layout manifest; without it, the embedded default layout.
+    #[arg(long, value_name = "FILE")]
+    layout: Option<PathBuf>,
+    /// Directory to write the units into, as a tree of the image root
+    /// (created if missing).
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+    /// The image the units are for (read only): a layout path it holds as
+    /// a symlink gets no mount unit, and an equivalence in the policy's
+    /// file_contexts.subs_dist instead. Without it, each mount unit skips
+    /// itself at boot when its path is a symlink.
+    #[arg(long, value_name = "IMAGE")]
+    root: Option<PathBuf>,
+    /// The policy under /etc/selinux whose file_contexts the relabel unit
+    /// reads.
+    #[arg(long, value_name = "NAME", default_value = "semanifest")]
+    policy_name: String,
+}
+
+pub fn run(args: Args) -> Result<u8> {
+    let parsed = super::load_layout(args.layout.as_deref())?;
+    let set = render(&parsed, args.root.as_deref(), &args.policy_name)?;
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("{}: cannot create", args.out.display()))?;
+    write(&set, &args.out, false)?;
+    Ok(super::EXIT_OK)
+}
+
+/// The units of `parsed` for the image at `image` (unknown without one).
+pub fn render(parsed: &Parsed, image: Option<&Path>, policy_name: &str) -> Result<UnitSet> {
+    let image = match image {
+        Some(root) => Image::inspect(&Root::open(root)?, &parsed.layout)?,
+        None => Image::unknown(),
+    };
+    let options = Options {
+        policy_name,
+        layout_text: &parsed.source.text,
+    };
+    Ok(units::render(&parsed.layout, &image, &options)?)
+}
+
+/// Writes `set` beneath `out`, enabled with `enable`; prints what it wrote
+/// and every notice.
+pub fn write(set: &UnitSet, out: &Path, enable: bool) -> Result<()> {
+    let written = units::install(set, out, enable)?;
+    for path in written.files.iter().chain(&written.links) {
+        eprintln!("wrote {}", path.display());
+    }
+    for notice in &set.notices {
+        eprintln!("semanifest: note: {notice}");
+    }
+    Ok(())
+}

@@ -1,0 +1,195 @@
+//! What an image (an install root) holds at the layout's paths, read
+//! without following anything: a declared path the image holds as a
+//! symlink (Debian's `/var/run` → `/run`) cannot be a mount point (systemd
+//! refuses a mount unit whose path is not canonical), and its content lives
+//! at the link's target.
+//!
+//! Such a path becomes an *equivalence*, the way refpolicy writes `/run
+//! /var/run` in `file_contexts.subs_dist`: libselinux (systemd, setfiles,
+//! restorecon) and `semanifest relabel` then label the target as the
+//! declared path, so the distribution's `/run` tmpfs carries `/var/run`'s
+//! type.
+
+use rustix::fs::FileType;
+
+use crate::fsroot::{self, EscapedPath, Root};
+use crate::model::{ancestors, is_within, Layout};
+
+/// A path of the layout (or an ancestor of one) that the image holds as a
+/// symlink.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Held {
+    /// The symlink: a declared path or an ancestor of one (`/var/run`).
+    pub path: String,
+    /// Where it points, made absolute and normalised (`/run`).
+    pub target: String,
+}
+
+/// The image's side of the layout: which paths it holds as symlinks.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Image {
+    pub held: Vec<Held>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ImageError {
+    #[error(transparent)]
+    Root(#[from] fsroot::Error),
+    #[error("{}: cannot read the symlink: {error}", EscapedPath(.path))]
+    ReadLink {
+        path: Vec<u8>,
+        error: std::io::Error,
+    },
+    #[error(
+        "{}: a symlink to `{}`, which semanifest cannot name in file_contexts or a unit (it \
+         must resolve to an absolute path of printable ASCII without spaces or quotes)",
+        EscapedPath(.path),
+        EscapedPath(.target)
+    )]
+    Unnamable { path: Vec<u8>, target: Vec<u8> },
+    #[error(
+        "{}: a symlink to `{target}`, which overlaps the layout's `{declared}`: its content \
+         would be labelled as two paths at once; point it outside the layout, or make it a \
+         directory",
+        EscapedPath(.path)
+    )]
+    Overlaps {
+        path: Vec<u8>,
+        target: String,
+        declared: String,
+    },
+}
+
+impl Image {
+    /// What nothing is known about (`semanifest units` without `--root`):
+    /// no path is held as a symlink.
+    pub fn unknown() -> Self {
+        Image::default()
+    }
+
+    /// Reads every declared path and its ancestors below the root, each
+    /// component opened without following it; the first symlink on a
+    /// path's way is recorded once. Missing paths are fine (apply makes
+    /// them).
+    pub fn inspect(root: &Root, layout: &Layout) -> Result<Image, ImageError> {
+        let mut held: Vec<Held> = Vec::new();
+        for rule in &layout.paths {
+            let mut chain: Vec<&str> = ancestors(&rule.path).collect();
+            chain.reverse();
+            chain.push(&rule.path);
+            for component in chain {
+                if held.iter().any(|h| h.path == component) {
+                    break;
+                }
+                let entry = match root.resolve(component.as_bytes()) {
+                    Ok(entry) => entry,
+                    Err(fsroot::Error::Io { error, .. })
+                        if error.kind() == std::io::ErrorKind::NotFound =>
+                    {
+                        break
+                    }
+                    Err(error) => return Err(error.into()),
+                };
+                if entry.kind() != FileType::Symlink {
+                    continue;
+                }
+                let display = root.display(component.as_bytes());
+                let raw = rustix::fs::readlinkat(entry.fd(), c"", Vec::new()).map_err(|errno| {
+                    ImageError::ReadLink {
+                        path: display.clone(),
+                        error: errno.into(),
+                    }
+                })?;
+                let target = resolve_target(component, raw.as_bytes()).ok_or_else(|| {
+                    ImageError::Unnamable {
+                        path: display.clone(),
+                        target: raw.as_bytes().to_vec(),
+                    }
+                })?;
+                if let Some(declared) = layout
+                    .paths
+                    .iter()
+                    .find(|p| is_within(&target, &p.path) || is_within(&p.path, &target))
+                {
+                    return Err(ImageError::Overlaps {
+                        path: display,
+                        target,
+                        declared: declared.path.clone(),
+                    });
+                }
+                held.push(Held {
+                    path: component.to_owned(),
+                    target,
+                });
+                break;
+            }
+        }
+        held.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(Image { held })
+    }
+
+    /// The symlink `path` lies at or below, if any.
+    pub fn holding(&self, path: &str) -> Option<&Held> {
+        self.held.iter().find(|held| is_within(path, &held.path))
+    }
+
+    /// `file_contexts.subs_dist` lines: `TARGET PATH` per held path, so a
+    /// lookup of the target is answered as for the declared path.
+    pub fn equivalences(&self) -> Vec<(String, String)> {
+        self.held
+            .iter()
+            .map(|held| (held.target.clone(), held.path.clone()))
+            .collect()
+    }
+}
+
+/// The link's target as an absolute normalised path: relative targets are
+/// read from the link's directory, `..` is resolved lexically (as the
+/// kernel would, the image having no other symlinks on the way), and `..`
+/// at `/` stays there. `None` when the result is `/` or has bytes that
+/// file_contexts and units cannot carry.
+fn resolve_target(link: &str, target: &[u8]) -> Option<String> {
+    let target = std::str::from_utf8(target).ok()?;
+    let mut parts: Vec<&str> = Vec::new();
+    if !target.starts_with('/') {
+        parts.extend(link.split('/').filter(|c| !c.is_empty()));
+        parts.pop();
+    }
+    for component in target.split('/') {
+        match component {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            name => parts.push(name),
+        }
+    }
+    let path = format!("/{}", parts.join("/"));
+    let nameable = path != "/"
+        && path
+            .bytes()
+            .all(|b| b.is_ascii_graphic() && !matches!(b, b'"' | b'\\' | b'\'' | b'$'));
+    nameable.then_some(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_are_made_absolute_lexically() {
+        assert_eq!(resolve_target("/var/run", b"/run").as_deref(), Some("/run"));
+        assert_eq!(
+            resolve_target("/var/run", b"../run").as_deref(),
+            Some("/run")
+        );
+        assert_eq!(
+            resolve_target("/var/run", b"../../../run/").as_deref(),
+            Some("/run")
+        );
+        assert_eq!(resolve_target("/var/run", b"x").as_deref(), Some("/var/x"));
+        assert_eq!(resolve_target("/var/run", b".."), None);
+        assert_eq!(resolve_target("/var/run", b"/a b"), None);
+        assert_eq!(resolve_target("/var/run", b"/a\xff"), None);
+    }
+}
