@@ -19,6 +19,10 @@ pub struct ModulePlan {
     pub domains: Vec<DomainPlan>,
     pub paths: Vec<PathPlan>,
     pub traversals: Vec<Traversal>,
+    pub name_transitions: Vec<NameTransition>,
+    /// Names whose transitions would disagree (one name, one parent type,
+    /// two declared types): none is emitted for them.
+    pub name_conflicts: Vec<NameConflict>,
 }
 
 #[derive(Debug, Serialize)]
@@ -76,6 +80,29 @@ pub struct Traversal {
     pub via: Vec<String>,
     /// The paths it leads to.
     pub towards: Vec<String>,
+}
+
+/// A named type transition: `domain` creating the directory `name` in a
+/// directory of `parent_type` gets `type_name`, so a service that
+/// (re)creates a declared directory gets its declared type without a
+/// relabel.
+#[derive(Debug, Serialize, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct NameTransition {
+    pub parent_type: String,
+    pub name: String,
+    pub domain: String,
+    pub type_name: String,
+    /// The declared paths it serves, for the comment.
+    pub paths: Vec<String>,
+}
+
+/// One `(parent type, name)` that declared paths of different types share:
+/// a transition could only be right for one of them.
+#[derive(Debug, Serialize, Clone, PartialEq, Eq)]
+pub struct NameConflict {
+    pub parent_type: String,
+    pub name: String,
+    pub paths: Vec<String>,
 }
 
 /// Classpermission names for each access level, `semanifest_<level>`, as
@@ -192,6 +219,7 @@ pub fn plan(layout: &Layout, source: &str, description: Option<&str>) -> ModuleP
         })
         .collect();
 
+    let (name_transitions, name_conflicts) = name_transitions(layout, &direct);
     ModulePlan {
         module: layout.module.clone(),
         layout_name: layout.name.clone(),
@@ -200,7 +228,74 @@ pub fn plan(layout: &Layout, source: &str, description: Option<&str>) -> ModuleP
         domains,
         paths,
         traversals: traversals(layout, &direct),
+        name_transitions,
+        name_conflicts,
     }
+}
+
+/// For every declared path whose parent directory has another type, a
+/// named transition for each domain that may create entries in the parent
+/// (`write` on its type) and each trusted domain. A domain without access
+/// to the path's own type gets it too: its `mkdir` is then denied instead
+/// of making the directory with the parent's type (a `/var/log/audit`
+/// labelled `var_log_t` would be unprotected until the next relabel).
+/// Paths whose parent the layout does not label (`/var` in `/`) get none.
+fn name_transitions(
+    layout: &Layout,
+    direct: &BTreeMap<(usize, &str), Access>,
+) -> (Vec<NameTransition>, Vec<NameConflict>) {
+    // (parent type, name) → (type → paths)
+    let mut wanted: BTreeMap<(&str, &str), BTreeMap<&str, Vec<&str>>> = BTreeMap::new();
+    for rule in &layout.paths {
+        let Some((parent, name)) = rule.path.rsplit_once('/') else {
+            continue;
+        };
+        let Some(parent_rule) = layout.rule_for(if parent.is_empty() { "/" } else { parent })
+        else {
+            continue;
+        };
+        if parent_rule.type_name == rule.type_name {
+            continue;
+        }
+        wanted
+            .entry((parent_rule.type_name.as_str(), name))
+            .or_default()
+            .entry(rule.type_name.as_str())
+            .or_default()
+            .push(rule.path.as_str());
+    }
+    let mut transitions = Vec::new();
+    let mut conflicts = Vec::new();
+    for ((parent_type, name), types) in wanted {
+        if types.len() > 1 {
+            conflicts.push(NameConflict {
+                parent_type: parent_type.to_owned(),
+                name: name.to_owned(),
+                paths: types.values().flatten().map(|p| (*p).to_owned()).collect(),
+            });
+            continue;
+        }
+        let Some((type_name, paths)) = types.into_iter().next() else {
+            continue;
+        };
+        for (index, domain) in layout.domains.iter().enumerate() {
+            let writes = direct
+                .get(&(index, parent_type))
+                .is_some_and(|access| access.write);
+            if writes || domain.trusted {
+                transitions.push(NameTransition {
+                    parent_type: parent_type.to_owned(),
+                    name: name.to_owned(),
+                    domain: domain.type_name.clone(),
+                    type_name: type_name.to_owned(),
+                    paths: paths.iter().map(|p| (*p).to_owned()).collect(),
+                });
+            }
+        }
+    }
+    transitions.sort();
+    transitions.dedup();
+    (transitions, conflicts)
 }
 
 /// For every grant, `search` on the type of each unprotected ancestor
