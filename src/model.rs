@@ -327,6 +327,14 @@ impl Layout {
         self.paths.iter().filter(|rule| rule.host_path)
     }
 
+    /// The first declared path that `path` lies within or contains: a
+    /// symlink pointing there would label one directory as two paths.
+    pub fn overlapping(&self, path: &str) -> Option<&PathRule> {
+        self.paths
+            .iter()
+            .find(|rule| is_within(path, &rule.path) || is_within(&rule.path, path))
+    }
+
     pub fn workload_domains(&self) -> impl Iterator<Item = (usize, &Domain)> {
         self.domains.iter().enumerate().filter(|(_, d)| d.workload)
     }
@@ -342,6 +350,36 @@ pub fn is_within(path: &str, root: &str) -> bool {
         Some(rest) => rest.is_empty() || rest.starts_with('/'),
         None => false,
     }
+}
+
+/// Where a symlink at `link` points, as an absolute normalised path:
+/// a relative target is read from the link's directory, `..` is resolved
+/// lexically (as the kernel would with no other symlink on the way) and
+/// stays at `/`. `None` when the result is `/` itself or has bytes a
+/// layout path, file_contexts or a unit cannot carry (anything but
+/// printable ASCII, or whitespace, quotes, `\` or `$`).
+pub fn link_target(link: &str, target: &[u8]) -> Option<String> {
+    let target = std::str::from_utf8(target).ok()?;
+    let mut parts: Vec<&str> = Vec::new();
+    if !target.starts_with('/') {
+        parts.extend(link.split('/').filter(|c| !c.is_empty()));
+        parts.pop();
+    }
+    for component in target.split('/') {
+        match component {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            name => parts.push(name),
+        }
+    }
+    let path = format!("/{}", parts.join("/"));
+    let nameable = path != "/"
+        && path
+            .bytes()
+            .all(|b| b.is_ascii_graphic() && !matches!(b, b'"' | b'\\' | b'\'' | b'$'));
+    nameable.then_some(path)
 }
 
 /// The proper ancestors of a normalised absolute path, nearest first,
@@ -369,6 +407,21 @@ mod tests {
         assert!(!is_within("/var/mntx", "/var/mnt"));
         assert!(is_within("/var", "/"));
         assert!(!is_within("/var", "/var/lib"));
+    }
+
+    #[test]
+    fn link_targets_are_made_absolute_lexically() {
+        assert_eq!(link_target("/var/run", b"/run").as_deref(), Some("/run"));
+        assert_eq!(link_target("/var/run", b"../run").as_deref(), Some("/run"));
+        assert_eq!(
+            link_target("/var/run", b"../../../run/").as_deref(),
+            Some("/run")
+        );
+        assert_eq!(link_target("/var/run", b"x").as_deref(), Some("/var/x"));
+        assert_eq!(link_target("/var/run", b".."), None);
+        assert_eq!(link_target("/var/run", b"/a b"), None);
+        assert_eq!(link_target("/var/run", b"/a$b"), None);
+        assert_eq!(link_target("/var/run", b"/a\xff"), None);
     }
 
     #[test]

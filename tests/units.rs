@@ -762,3 +762,86 @@ fn a_path_units_cannot_carry_is_an_error() {
         assert!(stderr(&output).contains(&expected), "{}", stderr(&output));
     }
 }
+
+/// The apply unit of an image that holds /var/run as a symlink runs
+/// `apply --keep-symlink /var/run`: apply reports the link, follows and
+/// changes nothing through it, and places the rest. Controls: without the
+/// flag the same link is an error, and a kept link pointing into the
+/// layout stays one.
+#[test]
+fn apply_keeps_what_the_image_holds_as_a_symlink() {
+    let root = debian_like_root();
+    let parsed = layouts().remove(0).2;
+    let image = Image::inspect(&Root::open(root.path()).unwrap(), &parsed.layout).unwrap();
+    let set = render(&parsed, &image);
+    let apply = &set
+        .file(&format!("{UNIT_DIR}/semanifest-apply.service"))
+        .unwrap()
+        .text;
+    assert!(
+        apply.contains(
+            "ExecStart=/usr/bin/semanifest apply --layout /usr/lib/semanifest/layout.yaml \
+             --keep-symlink /var/run\n"
+        ),
+        "{apply}"
+    );
+    let run_dir = root.path().join("run");
+    let before = snapshot(&run_dir);
+    let run_mode = fs::metadata(&run_dir).unwrap().permissions().mode();
+
+    let apply = |extra: &[&str]| {
+        run(semanifest()
+            .arg("apply")
+            .arg("--root")
+            .arg(root.path())
+            .args(extra))
+    };
+    let output = apply(&[]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let error = format!(
+        "semanifest: error: {}/var/run: is a symlink to /run (never followed)",
+        root.path().display()
+    );
+    assert!(stderr(&output).contains(&error), "{}", stderr(&output));
+
+    let output = apply(&["--keep-symlink", "/var/run"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let note = format!(
+        "semanifest: note: {}/var/run: a symlink to /run, kept as the image holds it (never followed)",
+        root.path().display()
+    );
+    assert!(stderr(&output).contains(&note), "{}", stderr(&output));
+    assert_eq!(
+        fs::read_link(root.path().join("var/run")).unwrap(),
+        Path::new("/run")
+    );
+    assert_eq!(
+        snapshot(&run_dir),
+        before,
+        "nothing placed through the link"
+    );
+    assert_eq!(
+        fs::metadata(&run_dir).unwrap().permissions().mode(),
+        run_mode
+    );
+    assert!(
+        root.path().join("var/lib/etcd").is_dir(),
+        "the rest is placed"
+    );
+
+    // A kept link into the layout is still refused.
+    fs::remove_file(root.path().join("var/run")).unwrap();
+    symlink("/var/lib/run", root.path().join("var/run")).unwrap();
+    let output = apply(&["--keep-symlink", "/var/run"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(
+        stderr(&output)
+            .contains("is a symlink to /var/lib/run, which overlaps the layout's `/var`; not kept"),
+        "{}",
+        stderr(&output)
+    );
+    // A path the layout does not have is a usage error.
+    let output = apply(&["--keep-symlink", "/srv/x"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("--keep-symlink /srv/x: not a path of the layout"));
+}

@@ -3,9 +3,10 @@
 
 use std::path::PathBuf;
 
-use anyhow::Context as _;
+use anyhow::{bail, Context as _};
 use clap::Args as ClapArgs;
 use semanifest::fsroot::Root;
+use semanifest::model::ancestors;
 use semanifest::node::{self, ApplyMode};
 
 use super::{EXIT_FINDINGS, EXIT_OK};
@@ -50,6 +51,12 @@ pub struct Args {
     /// Print the report as JSON on stdout.
     #[arg(long)]
     json: bool,
+    /// A layout path (or an ancestor of one) the image holds as a symlink
+    /// out of the layout, such as Debian's /var/run → /run: kept and
+    /// reported, never followed, not an error. The boot units pass it for
+    /// every such path they found in the image (repeatable).
+    #[arg(long, value_name = "PATH")]
+    keep_symlink: Vec<String>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
@@ -62,8 +69,24 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     } else {
         ApplyMode::Write
     };
+    for path in &args.keep_symlink {
+        let known = parsed
+            .layout
+            .paths
+            .iter()
+            .any(|rule| rule.path == *path || ancestors(&rule.path).any(|a| a == path));
+        if !known {
+            bail!("--keep-symlink {path}: not a path of the layout nor an ancestor of one");
+        }
+    }
     let root = Root::open(&args.root)?;
-    let report = node::apply(&parsed.layout, &contexts, &root, mode)?;
+    let report = node::apply_keeping(&parsed.layout, &contexts, &root, mode, &args.keep_symlink)?;
+    for kept in &report.kept {
+        eprintln!(
+            "semanifest: note: {}: a symlink to {}, kept as the image holds it (never followed)",
+            kept.path, kept.target
+        );
+    }
     for error in &report.errors {
         eprintln!("semanifest: error: {error}");
     }

@@ -24,6 +24,11 @@
 //!   mode and owner are only enforced where the layout declares them (a
 //!   directory apply creates without them is `0755`, owned by the caller).
 //! - A trash a crashed prune left in a declared directory is emptied.
+//! - A symlink the caller names with [`apply_keeping`] (a path the image
+//!   holds as a symlink out of the layout, like Debian's `/var/run` →
+//!   `/run`) is kept and reported, never followed; nothing below it is
+//!   placed (it lives at the target, which the image's file contexts
+//!   label through an equivalence).
 
 use std::ffi::CString;
 use std::os::fd::{AsFd, OwnedFd};
@@ -40,7 +45,7 @@ use super::{
 };
 use crate::fcontext::{FileContexts, FileKind};
 use crate::fsroot::{self, Entry, EscapedPath, Handle, Root};
-use crate::model::{ancestors, is_within, Layout, Owner};
+use crate::model::{ancestors, is_within, link_target, Layout, Owner};
 use crate::path_chain::PathChain;
 
 /// The name a directory is made under before it is renamed into place.
@@ -148,6 +153,15 @@ impl Change {
     }
 }
 
+/// A symlink kept at a layout path (see [`apply_keeping`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct KeptSymlink {
+    /// The path on this machine (root included), escaped.
+    pub path: String,
+    /// Where it points, absolute in the root (`/run`).
+    pub target: String,
+}
+
 /// What one run found and did.
 #[derive(Clone, Debug, Serialize)]
 pub struct ApplyReport {
@@ -162,6 +176,8 @@ pub struct ApplyReport {
     pub skipped: u64,
     pub changes: Vec<Change>,
     pub errors: Vec<PathError>,
+    /// Symlinks kept as the image holds them.
+    pub kept: Vec<KeptSymlink>,
     pub seconds: f64,
 }
 
@@ -245,6 +261,20 @@ pub fn apply(
     root: &Root,
     mode: ApplyMode,
 ) -> Result<ApplyReport, NodeError> {
+    apply_keeping(layout, contexts, root, mode, &[])
+}
+
+/// [`apply`], keeping the symlinks found at `keep` (layout paths or
+/// ancestors of one) whose targets lie outside the layout: the image holds
+/// them so, and the boot units say so too. Any other symlink, and a kept
+/// one pointing into the layout, stays an error.
+pub fn apply_keeping(
+    layout: &Layout,
+    contexts: &FileContexts,
+    root: &Root,
+    mode: ApplyMode,
+    keep: &[String],
+) -> Result<ApplyReport, NodeError> {
     let started = Instant::now();
     let _lock = if mode == ApplyMode::Write {
         Some(root.lock()?)
@@ -269,8 +299,12 @@ pub fn apply(
             skipped: 0,
             changes: Vec::new(),
             errors: Vec::new(),
+            kept: Vec::new(),
             seconds: 0.0,
         },
+        layout,
+        keep,
+        kept: Vec::new(),
         failed: Vec::new(),
         absent: Vec::new(),
         pool: None,
@@ -289,6 +323,11 @@ struct Run<'a> {
     root: &'a Root,
     mode: ApplyMode,
     report: ApplyReport,
+    layout: &'a Layout,
+    /// Keys whose symlink is to be kept.
+    keep: &'a [String],
+    /// Keys kept as symlinks: nothing below them is placed.
+    kept: Vec<String>,
     /// Keys that failed: nothing below them is attempted.
     failed: Vec<String>,
     /// Keys that do not exist (dry run and check): below them everything
@@ -300,6 +339,9 @@ struct Run<'a> {
 impl Run<'_> {
     fn place(&mut self, place: &Place) {
         let key = place.key.as_str();
+        if self.kept.iter().any(|kept| is_within(key, kept)) {
+            return;
+        }
         if self.failed.iter().any(|failed| is_within(key, failed)) {
             self.report.skipped += 1;
             return;
@@ -319,6 +361,20 @@ impl Run<'_> {
         };
         match Entry::open_at(&parent, &name) {
             Ok(entry) if entry.kind() == FileType::Directory => self.repair(place, &path, &entry),
+            Ok(entry)
+                if entry.kind() == FileType::Symlink && self.keep.iter().any(|k| k == key) =>
+            {
+                match self.keepable(key, &parent, &name) {
+                    Ok(target) => {
+                        self.kept.push(key.to_owned());
+                        self.report.kept.push(KeptSymlink {
+                            path: EscapedPath(&path).to_string(),
+                            target,
+                        });
+                    }
+                    Err(why) => self.fail(key, PathError::new(&path, why)),
+                }
+            }
             Ok(entry) => {
                 let what = in_the_way(&parent, &name, entry.kind());
                 let message = format!("{what}; apply never deletes or replaces it");
@@ -569,6 +625,24 @@ impl Run<'_> {
             path: EscapedPath(path).to_string(),
             what,
         });
+    }
+
+    /// The target of the symlink at `key`, if it may be kept: a path
+    /// outside the layout.
+    fn keepable(&self, key: &str, parent: &OwnedFd, name: &CString) -> Result<String, String> {
+        let raw = rustix::fs::readlinkat(parent, name.as_c_str(), Vec::new())
+            .map_err(|errno| format!("cannot read the symlink: {}", describe(errno)))?;
+        let shown = EscapedPath(raw.as_bytes());
+        let target = link_target(key, raw.as_bytes()).ok_or_else(|| {
+            format!("is a symlink to {shown}, which names no path semanifest can label; not kept (never followed)")
+        })?;
+        match self.layout.overlapping(&target) {
+            Some(rule) => Err(format!(
+                "is a symlink to {shown}, which overlaps the layout's `{}`; not kept (never followed)",
+                rule.path
+            )),
+            None => Ok(target),
+        }
     }
 
     fn fail(&mut self, key: &str, error: PathError) {

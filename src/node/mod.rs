@@ -32,7 +32,7 @@ use std::ffi::CString;
 
 use serde::Serialize;
 
-pub use apply::{apply, ApplyMode, ApplyReport};
+pub use apply::{apply, apply_keeping, ApplyMode, ApplyReport, KeptSymlink};
 pub use owners::{Accounts, Ids};
 
 use crate::fsroot::{EscapedPath, Handle, Root};

@@ -13,7 +13,7 @@
 use rustix::fs::FileType;
 
 use crate::fsroot::{self, EscapedPath, Root};
-use crate::model::{ancestors, is_within, Layout};
+use crate::model::{ancestors, is_within, link_target, Layout};
 
 /// A path of the layout (or an ancestor of one) that the image holds as a
 /// symlink.
@@ -100,17 +100,13 @@ impl Image {
                         error: errno.into(),
                     }
                 })?;
-                let target = resolve_target(component, raw.as_bytes()).ok_or_else(|| {
+                let target = link_target(component, raw.as_bytes()).ok_or_else(|| {
                     ImageError::Unnamable {
                         path: display.clone(),
                         target: raw.as_bytes().to_vec(),
                     }
                 })?;
-                if let Some(declared) = layout
-                    .paths
-                    .iter()
-                    .find(|p| is_within(&target, &p.path) || is_within(&p.path, &target))
-                {
+                if let Some(declared) = layout.overlapping(&target) {
                     return Err(ImageError::Overlaps {
                         path: display,
                         target,
@@ -140,56 +136,5 @@ impl Image {
             .iter()
             .map(|held| (held.target.clone(), held.path.clone()))
             .collect()
-    }
-}
-
-/// The link's target as an absolute normalised path: relative targets are
-/// read from the link's directory, `..` is resolved lexically (as the
-/// kernel would, the image having no other symlinks on the way), and `..`
-/// at `/` stays there. `None` when the result is `/` or has bytes that
-/// file_contexts and units cannot carry.
-fn resolve_target(link: &str, target: &[u8]) -> Option<String> {
-    let target = std::str::from_utf8(target).ok()?;
-    let mut parts: Vec<&str> = Vec::new();
-    if !target.starts_with('/') {
-        parts.extend(link.split('/').filter(|c| !c.is_empty()));
-        parts.pop();
-    }
-    for component in target.split('/') {
-        match component {
-            "" | "." => {}
-            ".." => {
-                parts.pop();
-            }
-            name => parts.push(name),
-        }
-    }
-    let path = format!("/{}", parts.join("/"));
-    let nameable = path != "/"
-        && path
-            .bytes()
-            .all(|b| b.is_ascii_graphic() && !matches!(b, b'"' | b'\\' | b'\'' | b'$'));
-    nameable.then_some(path)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn targets_are_made_absolute_lexically() {
-        assert_eq!(resolve_target("/var/run", b"/run").as_deref(), Some("/run"));
-        assert_eq!(
-            resolve_target("/var/run", b"../run").as_deref(),
-            Some("/run")
-        );
-        assert_eq!(
-            resolve_target("/var/run", b"../../../run/").as_deref(),
-            Some("/run")
-        );
-        assert_eq!(resolve_target("/var/run", b"x").as_deref(), Some("/var/x"));
-        assert_eq!(resolve_target("/var/run", b".."), None);
-        assert_eq!(resolve_target("/var/run", b"/a b"), None);
-        assert_eq!(resolve_target("/var/run", b"/a\xff"), None);
     }
 }

@@ -365,7 +365,11 @@ fn boot_services(
             operands.push(held.target.clone());
         }
     }
-    for path in tops.iter().chain(&operands) {
+    for path in tops
+        .iter()
+        .chain(&operands)
+        .chain(image.held.iter().map(|held| &held.path))
+    {
         check_writable(path)?;
     }
     let runtime: Vec<&str> = layout
@@ -380,6 +384,11 @@ fn boot_services(
         options.policy_name
     );
 
+    // Apply keeps what the image holds as symlinks, as the units do.
+    let mut apply_command = format!("{SEMANIFEST} apply --layout {LAYOUT_FILE}");
+    for held in &image.held {
+        apply_command.push_str(&format!(" --keep-symlink {}", held.path));
+    }
     let services = [
         (
             APPLY_SERVICE,
@@ -389,7 +398,7 @@ fn boot_services(
             ),
             "Makes every directory of the layout exist with its mode, owner and label.",
             vec!["local-fs.target"],
-            format!("{SEMANIFEST} apply --layout {LAYOUT_FILE}"),
+            apply_command,
         ),
         (
             RELABEL_SERVICE,
