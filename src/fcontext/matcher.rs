@@ -27,7 +27,7 @@ use regex_automata::util::syntax;
 use regex_automata::{Anchored, Input, MatchKind, PatternSet};
 
 use super::dialect::Translation;
-use super::directory::SpecDfa;
+use super::spec_dfa::SpecDfa;
 use super::subs::Substitutions;
 use super::FileKind;
 

@@ -51,6 +51,7 @@ mod dialect;
 mod directory;
 mod matcher;
 mod source;
+mod spec_dfa;
 mod subs;
 
 use std::ffi::OsString;
