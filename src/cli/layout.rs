@@ -40,7 +40,7 @@ pub fn run(command: Command) -> Result<u8> {
             Ok(super::EXIT_OK)
         }
         Command::Schema => {
-            let schema = semanifest::manifest::schema::layout_schema();
+            let schema = semanifest::manifest::layout_schema();
             super::print_stdout(
                 format!("{}\n", serde_json::to_string_pretty(&schema)?).as_bytes(),
             )?;

@@ -14,7 +14,9 @@ mod validate;
 use std::collections::BTreeSet;
 use std::path::Path;
 
-pub use validate::{normalise, API_VERSION, KIND};
+pub use raw::layout_schema;
+pub use schema::{API_VERSION, KIND};
+pub use validate::normalise;
 
 use crate::diag::{Diagnostic, Pos, Report, Source};
 use crate::model::Layout;

@@ -6,16 +6,18 @@
 //! names, required fields and unknown-field refusal come from the serde
 //! attributes, descriptions from the doc comments below, and value syntax
 //! (patterns, enums) from `schema`, whose patterns are tested to agree with
-//! `validate`.
+//! `validate`; [`layout_schema`] is the result.
 
 use std::fmt;
 
-use schemars::JsonSchema;
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::de::{self, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
+use serde_json::Value;
 use serde_saphyr::Spanned;
 
-use super::schema;
+use super::schema::{self, domain_key, SCHEMA_ID};
+use crate::model::{Access, Lifecycle};
 
 /// A semanifest layout manifest: which directory of a node's /var belongs
 /// to whom, compiled into SELinux policy and file contexts.
@@ -53,7 +55,7 @@ pub struct RawMetadata {
 pub struct RawSpec {
     /// The process domains the layout speaks of, by key (`etcd`, `pods`);
     /// `access` and `transitions` refer to these keys.
-    #[schemars(schema_with = "schema::domains")]
+    #[schemars(schema_with = "domains")]
     pub domains: Spanned<Entries<RawDomain>>,
     /// The paths of the layout; each rule covers its subtree except deeper
     /// paths the manifest names.
@@ -156,7 +158,7 @@ pub struct RawPath {
     /// `write` includes `read` and `append`, which include `search`; `exec`
     /// combines with any of them.
     #[serde(default)]
-    #[schemars(schema_with = "schema::access")]
+    #[schemars(schema_with = "access")]
     pub access: Option<Spanned<Entries<Spanned<Levels>>>>,
     /// Nobody but the domains granted here, ever: compiled to a neverallow
     /// that secilc proves over the whole policy.
@@ -253,5 +255,80 @@ impl<'de> Deserialize<'de> for Levels {
             }
         }
         deserializer.deserialize_any(LevelsVisitor)
+    }
+}
+
+/// The whole schema, as `semanifest layout schema` prints it.
+pub fn layout_schema() -> Value {
+    let mut schema = schemars::generate::SchemaSettings::draft2020_12()
+        .for_deserialize()
+        .into_generator()
+        .into_root_schema_for::<RawLayout>();
+    schema.insert("$id".to_owned(), Value::from(SCHEMA_ID));
+    let mut value = schema.to_value();
+    fix_defaults(&mut value);
+    value
+}
+
+/// The derive gives every `#[serde(default)]` option `"default": null`,
+/// which editors would offer and which fails the field's own type. Absent
+/// means `false` for a flag and `persistent` for a lifecycle; other
+/// defaults are dropped.
+fn fix_defaults(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            if map.get("default") == Some(&Value::Null) {
+                map.remove("default");
+                let lifecycles = Value::from(
+                    Lifecycle::ALL
+                        .iter()
+                        .map(|(name, _)| *name)
+                        .collect::<Vec<_>>(),
+                );
+                if map.get("type") == Some(&Value::from("boolean")) {
+                    map.insert("default".to_owned(), Value::from(false));
+                } else if map.get("enum") == Some(&lifecycles) {
+                    map.insert(
+                        "default".to_owned(),
+                        Value::from(Lifecycle::default().as_str()),
+                    );
+                }
+            }
+            map.values_mut().for_each(fix_defaults);
+        }
+        Value::Array(items) => items.iter_mut().for_each(fix_defaults),
+        _ => {}
+    }
+}
+
+fn domains(generator: &mut SchemaGenerator) -> Schema {
+    let domain = generator.subschema_for::<RawDomain>();
+    json_schema!({
+        "type": "object",
+        "propertyNames": domain_key(),
+        "additionalProperties": domain,
+    })
+}
+
+fn access(generator: &mut SchemaGenerator) -> Schema {
+    let levels = generator.subschema_for::<Levels>();
+    json_schema!({
+        "type": "object",
+        "propertyNames": domain_key(),
+        "additionalProperties": levels,
+    })
+}
+
+impl JsonSchema for Levels {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Levels".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        let level = serde_json::json!({ "type": "string", "enum": Access::LEVELS });
+        json_schema!({
+            "description": "An access level, or a non-empty list of them ([read, exec]).",
+            "anyOf": [level, { "type": "array", "items": level, "minItems": 1 }],
+        })
     }
 }

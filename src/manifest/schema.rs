@@ -1,20 +1,25 @@
-//! The JSON Schema (draft 2020-12) of a layout manifest, derived from the
-//! parser's raw types (`raw`, `#[derive(JsonSchema)]`). The functions here
-//! give the schemas of single values: the enums come from the lists
-//! `validate` matches against, and each pattern is tested to accept exactly
-//! the strings `validate` accepts (see the tests at the end of `validate`).
+//! The syntax of single values of a layout manifest, for its JSON Schema
+//! (draft 2020-12, derived from the parser's raw types by
+//! [`layout_schema`](super::layout_schema)): the header constants, the
+//! patterns, and the schema of each kind of value that `raw` names in its
+//! `schema_with` attributes. The enums come from the lists `validate`
+//! matches against, and each pattern is tested to accept exactly the
+//! strings `validate` accepts (see the tests at the end of `validate`).
 //!
 //! What a schema cannot say — rules across fields or entries (duplicate
 //! paths, unknown domain keys, a workload granted a protected path, types
 //! shared with different rules, names of the base policy) — stays with
 //! `semanifest layout validate`. `docs/layout-schema.md` lists both sides.
 
-use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+use schemars::{json_schema, Schema, SchemaGenerator};
 use serde_json::Value;
 
-use super::raw::{Levels, RawDomain, RawLayout};
-use super::validate::{API_VERSION, KIND};
-use crate::model::{Access, Lifecycle, Propagation};
+use crate::model::{Lifecycle, Propagation};
+
+/// The `apiVersion` this semanifest reads.
+pub const API_VERSION: &str = "semanifest.io/v1";
+/// The `kind` of a layout manifest.
+pub const KIND: &str = "Layout";
 
 /// Where the schema says it lives; editors key their caches on it.
 pub const SCHEMA_ID: &str = "https://semanifest.io/schemas/layout-v1.json";
@@ -49,49 +54,6 @@ pub const PATH_PATTERN: &str = concat!(
     r"|\.[\x21\x23-\x2d\x30-\x7e][\x21\x23-\x2e\x30-\x7e]*",
     r"|\.\.[\x21\x23-\x2e\x30-\x7e]+))+$"
 );
-
-/// The whole schema, as `semanifest layout schema` prints it.
-pub fn layout_schema() -> Value {
-    let mut schema = schemars::generate::SchemaSettings::draft2020_12()
-        .for_deserialize()
-        .into_generator()
-        .into_root_schema_for::<RawLayout>();
-    schema.insert("$id".to_owned(), Value::from(SCHEMA_ID));
-    let mut value = schema.to_value();
-    fix_defaults(&mut value);
-    value
-}
-
-/// The derive gives every `#[serde(default)]` option `"default": null`,
-/// which editors would offer and which fails the field's own type. Absent
-/// means `false` for a flag and `persistent` for a lifecycle; other
-/// defaults are dropped.
-fn fix_defaults(value: &mut Value) {
-    match value {
-        Value::Object(map) => {
-            if map.get("default") == Some(&Value::Null) {
-                map.remove("default");
-                let lifecycles = Value::from(
-                    Lifecycle::ALL
-                        .iter()
-                        .map(|(name, _)| *name)
-                        .collect::<Vec<_>>(),
-                );
-                if map.get("type") == Some(&Value::from("boolean")) {
-                    map.insert("default".to_owned(), Value::from(false));
-                } else if map.get("enum") == Some(&lifecycles) {
-                    map.insert(
-                        "default".to_owned(),
-                        Value::from(Lifecycle::default().as_str()),
-                    );
-                }
-            }
-            map.values_mut().for_each(fix_defaults);
-        }
-        Value::Array(items) => items.iter_mut().for_each(fix_defaults),
-        _ => {}
-    }
-}
 
 pub(super) fn api_version(_: &mut SchemaGenerator) -> Schema {
     json_schema!({ "type": "string", "const": API_VERSION })
@@ -141,30 +103,12 @@ pub(super) fn owner(_: &mut SchemaGenerator) -> Schema {
     json_schema!({ "type": "string", "pattern": OWNER_PATTERN })
 }
 
-fn domain_key() -> Value {
+pub(super) fn domain_key() -> Value {
     serde_json::json!({ "type": "string", "pattern": DOMAIN_KEY_PATTERN })
 }
 
 pub(super) fn domain_keys(_: &mut SchemaGenerator) -> Schema {
     json_schema!({ "type": "array", "items": domain_key() })
-}
-
-pub(super) fn domains(generator: &mut SchemaGenerator) -> Schema {
-    let domain = generator.subschema_for::<RawDomain>();
-    json_schema!({
-        "type": "object",
-        "propertyNames": domain_key(),
-        "additionalProperties": domain,
-    })
-}
-
-pub(super) fn access(generator: &mut SchemaGenerator) -> Schema {
-    let levels = generator.subschema_for::<Levels>();
-    json_schema!({
-        "type": "object",
-        "propertyNames": domain_key(),
-        "additionalProperties": levels,
-    })
 }
 
 pub(super) fn lifecycle(_: &mut SchemaGenerator) -> Schema {
@@ -175,18 +119,4 @@ pub(super) fn lifecycle(_: &mut SchemaGenerator) -> Schema {
 pub(super) fn propagation(_: &mut SchemaGenerator) -> Schema {
     let names: Vec<&str> = Propagation::ALL.iter().map(|(name, _)| *name).collect();
     json_schema!({ "type": "string", "enum": names })
-}
-
-impl JsonSchema for Levels {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "Levels".into()
-    }
-
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        let level = serde_json::json!({ "type": "string", "enum": Access::LEVELS });
-        json_schema!({
-            "description": "An access level, or a non-empty list of them ([read, exec]).",
-            "anyOf": [level, { "type": "array", "items": level, "minItems": 1 }],
-        })
-    }
 }

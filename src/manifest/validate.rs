@@ -7,15 +7,13 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use serde_saphyr::Spanned;
 
 use super::raw::{RawDomain, RawLayout, RawNode, RawPath};
-use super::{schema, BaseFacts};
+use super::schema::{self, API_VERSION, KIND};
+use super::BaseFacts;
 use crate::diag::{Diagnostic, Pos};
 use crate::model::{
     is_within, Access, Domain, Layout, Lifecycle, Mount, Node, Owner, PathRule, Propagation,
     RuntimeUnit,
 };
-
-pub const API_VERSION: &str = "semanifest.io/v1";
-pub const KIND: &str = "Layout";
 
 fn pos(value: &Spanned<String>) -> Pos {
     Pos::of(&value.referenced, value.value.chars().count())
