@@ -512,12 +512,12 @@ fn every_store_form_compiles_to_the_same_policy() {
     let from_root = Baseline::prepare(&root, &options, None).unwrap();
     assert!(matches!(
         from_root.verification,
-        semanifest::store::target::Verification::Identical { .. }
+        semanifest::store::Verification::Identical { .. }
     ));
     let from_store_dir = Baseline::prepare(&store_dir(&root), &options, None).unwrap();
     assert!(matches!(
         from_store_dir.verification,
-        semanifest::store::target::Verification::Identical { .. }
+        semanifest::store::Verification::Identical { .. }
     ));
     // A directory of CIL as `semodule -E --cil` writes it.
     let extracted = tempfile::tempdir().unwrap();
@@ -531,7 +531,7 @@ fn every_store_form_compiles_to_the_same_policy() {
     let from_cil = Baseline::prepare(extracted.path(), &options, None).unwrap();
     assert_eq!(
         from_cil.verification,
-        semanifest::store::target::Verification::Unavailable
+        semanifest::store::Verification::Unavailable
     );
     let policy = |b: &Baseline| fs::read(&b.stock.policy).unwrap();
     assert_eq!(policy(&from_root), policy(&from_store_dir));

@@ -10,8 +10,7 @@ use crate::check::report::{Finding, Location, Related};
 use crate::check::{location_at, rules};
 use crate::manifest::Parsed;
 use crate::store::filecons::{Event, FileconError, Unresolvable};
-use crate::store::report::{describe_event, kept_summary};
-use crate::store::target::{ModuleReport, Verification};
+use crate::store::module_report::{describe_event, kept_summary, ModuleReport, Verification};
 use crate::store::{self, Baseline, ModuleError};
 
 /// What the store phase found.

@@ -116,7 +116,7 @@ pub fn run(request: Request) -> Result<u8> {
     );
     let build = store::build(&baseline, &parsed, &options)?;
     let written = build.write(&request.out)?;
-    super::print_stdout(store::report::render_text(&build.report).as_bytes())?;
+    super::print_stdout(store::module_report::render_text(&build.report).as_bytes())?;
     for path in written {
         eprintln!("wrote {}", path.display());
     }

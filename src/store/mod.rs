@@ -11,17 +11,18 @@
 pub mod compile;
 pub mod facts;
 pub mod filecons;
+pub mod module_report;
 pub mod open;
 pub mod profile;
 pub mod reach;
-pub mod report;
 pub mod target;
 
 use std::path::{Path, PathBuf};
 
+pub use module_report::{ModuleReport, Verification};
 pub use open::Store;
 pub use profile::{Profile, ProfileName};
-pub use target::{build, Baseline, ModuleBuild, ModuleError, ModuleReport, Options};
+pub use target::{build, Baseline, ModuleBuild, ModuleError, Options};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

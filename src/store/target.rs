@@ -15,14 +15,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
-
 use super::compile::{self, Compiled, Input};
 use super::facts::Facts;
-use super::filecons::{self, Event, Purpose, Resolution, Siblings, StoreContexts, StoreSpec};
+use super::filecons::{self, Purpose, Resolution, Siblings, StoreContexts, StoreSpec};
+use super::module_report::{
+    render_text, DomainMapping, ModuleReport, PathReport, ProvenProtection, Verification,
+};
 use super::open::{Form, Store};
 use super::profile::{Profile, ProfileName};
-use super::reach::{self, Protected, Reach};
+use super::reach::{self, Protected};
 use super::StoreError;
 use crate::fcontext::FileContexts;
 use crate::manifest::{BaseFacts, Parsed};
@@ -42,18 +43,6 @@ pub struct Options {
     pub maps: Vec<(String, String)>,
     /// Extra CIL compiled in as further modules (held to the protections).
     pub includes: Vec<PathBuf>,
-}
-
-/// How our compilation of the store compares with what the store built.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "result", rename_all = "kebab-case")]
-pub enum Verification {
-    /// policy.33 and file_contexts byte-identical to the store's own.
-    Identical { policy_bytes: u64 },
-    /// The store has no built policy to compare with (extracted CIL).
-    Unavailable,
-    /// Something differs; `why` says what and the likely cause.
-    Differs { why: String },
 }
 
 /// The store compiled without the module, and what it says.
@@ -299,62 +288,6 @@ fn write_outputs(
     Ok(written)
 }
 
-/// Where a layout domain's store type came from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct DomainMapping {
-    pub key: String,
-    pub layout_type: String,
-    pub store_type: String,
-    /// `store` (the store has the type), `runtime` / `workload` (the
-    /// profile's type for that role), `map` (`--map`), `declared` (new).
-    pub origin: &'static str,
-}
-
-/// A protection secilc proved, and who else may still reach the type.
-#[derive(Debug, Clone, Serialize)]
-pub struct Protection {
-    pub reach: Reach,
-    /// `FILE:LINE:COL` of the `protected: true`.
-    pub declared_at: String,
-}
-
-/// Everything one build decided and proved.
-#[derive(Debug, Clone, Serialize)]
-pub struct ModuleReport {
-    pub module: String,
-    pub layout: String,
-    pub store: String,
-    pub profile: &'static str,
-    pub verification: Verification,
-    pub expand_check: bool,
-    pub replaces: Option<String>,
-    pub domains: Vec<DomainMapping>,
-    /// Types the module declares.
-    pub new_types: Vec<String>,
-    /// Layout types the store already has.
-    pub adopted_types: Vec<String>,
-    pub workload_set: Vec<String>,
-    pub workload_expression: Option<String>,
-    pub paths: Vec<PathReport>,
-    pub protections: Vec<Protection>,
-    /// Keys looked up in the predicted file contexts (all matched).
-    pub proven_keys: usize,
-    pub includes: Vec<String>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct PathReport {
-    pub path: String,
-    pub type_name: String,
-    /// The label the stock store gives the path (as a directory).
-    pub before: Option<String>,
-    /// The spec that decides it, `REGEX (module M)`.
-    pub before_spec: Option<String>,
-    pub after: String,
-    pub lines: Vec<filecons::Line>,
-    pub events: Vec<Event>,
-}
-
 /// A successful build.
 pub struct ModuleBuild {
     pub module_name: String,
@@ -374,8 +307,7 @@ impl ModuleBuild {
         let mut written = vec![module];
         written.extend(write_outputs(dir, &self.predicted, &self.siblings)?);
         let text = dir.join("report.txt");
-        fs::write(&text, super::report::render_text(&self.report))
-            .map_err(|e| StoreError::io(&text, e))?;
+        fs::write(&text, render_text(&self.report)).map_err(|e| StoreError::io(&text, e))?;
         let json = dir.join("report.json");
         let body = serde_json::to_string_pretty(&self.report)
             .map_err(|e| StoreError::io(&json, std::io::Error::other(e)))?;
@@ -673,7 +605,7 @@ pub fn build(
     tracing::debug!("reach computed");
     let protections = reaches
         .into_iter()
-        .map(|reach| Protection {
+        .map(|reach| ProvenProtection {
             declared_at: declared_at
                 .get(reach.type_name.as_str())
                 .cloned()

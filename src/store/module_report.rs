@@ -1,10 +1,81 @@
-//! The human form of a [`ModuleReport`] (`report.txt`; `report.json` is
-//! the same data serialised).
+//! What one `--target module` build decided and proved ([`ModuleReport`]),
+//! and its human form (`report.txt`; `report.json` is the same data
+//! serialised).
 
 use std::fmt::Write as _;
 
-use super::filecons::{Event, SpecRef};
-use super::target::{ModuleReport, Verification};
+use serde::Serialize;
+
+use super::filecons::{self, Event, SpecRef};
+use super::reach::Reach;
+
+/// How our compilation of the store compares with what the store built.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "result", rename_all = "kebab-case")]
+pub enum Verification {
+    /// policy.33 and file_contexts byte-identical to the store's own.
+    Identical { policy_bytes: u64 },
+    /// The store has no built policy to compare with (extracted CIL).
+    Unavailable,
+    /// Something differs; `why` says what and the likely cause.
+    Differs { why: String },
+}
+
+/// Where a layout domain's store type came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DomainMapping {
+    pub key: String,
+    pub layout_type: String,
+    pub store_type: String,
+    /// `store` (the store has the type), `runtime` / `workload` (the
+    /// profile's type for that role), `map` (`--map`), `declared` (new).
+    pub origin: &'static str,
+}
+
+/// A protection secilc proved, and who else may still reach the type.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProvenProtection {
+    pub reach: Reach,
+    /// `FILE:LINE:COL` of the `protected: true`.
+    pub declared_at: String,
+}
+
+/// Everything one build decided and proved.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModuleReport {
+    pub module: String,
+    pub layout: String,
+    pub store: String,
+    pub profile: &'static str,
+    pub verification: Verification,
+    pub expand_check: bool,
+    pub replaces: Option<String>,
+    pub domains: Vec<DomainMapping>,
+    /// Types the module declares.
+    pub new_types: Vec<String>,
+    /// Layout types the store already has.
+    pub adopted_types: Vec<String>,
+    pub workload_set: Vec<String>,
+    pub workload_expression: Option<String>,
+    pub paths: Vec<PathReport>,
+    pub protections: Vec<ProvenProtection>,
+    /// Keys looked up in the predicted file contexts (all matched).
+    pub proven_keys: usize,
+    pub includes: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PathReport {
+    pub path: String,
+    pub type_name: String,
+    /// The label the stock store gives the path (as a directory).
+    pub before: Option<String>,
+    /// The spec that decides it, `REGEX (module M)`.
+    pub before_spec: Option<String>,
+    pub after: String,
+    pub lines: Vec<filecons::Line>,
+    pub events: Vec<Event>,
+}
 
 /// Domains listed per group before "and N more".
 const LISTED: usize = 12;
