@@ -13,7 +13,8 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use semanifest::check::report::{self, Finding, HumanOptions, Location, Severity};
+use semanifest::check::report::{self, HumanOptions};
+use semanifest::diag::{Finding, Location, Pos, Severity};
 use semanifest::k8s::{
     self, ContainerKind, HostPathRules, Invalidity, LayoutPathRule, NormalPath, RootRule,
 };
@@ -28,9 +29,11 @@ fn path(p: &str) -> NormalPath {
 fn layout_location(line: u32) -> Option<Location> {
     Some(Location {
         file: "layout.yaml".to_owned(),
-        line,
-        column: 11,
-        end_column: None,
+        pos: Pos {
+            line,
+            column: 11,
+            width: 0,
+        },
     })
 }
 
@@ -113,7 +116,7 @@ fn actual(findings: &[Finding], file: &str) -> Vec<(u32, u32, String)> {
                 .as_ref()
                 .expect("every k8s finding has a location");
             assert_eq!(location.file, file, "{f:?}");
-            (location.line, location.column, f.rule.id.to_owned())
+            (location.pos.line, location.pos.column, f.rule.id.to_owned())
         })
         .collect();
     actual.sort();
@@ -226,11 +229,15 @@ fn exact_positions() {
                 f.rule.id == rule
                     && f.location
                         .as_ref()
-                        .is_some_and(|l| l.line == line && l.column == column)
+                        .is_some_and(|l| l.pos.line == line && l.pos.column == column)
             })
             .unwrap_or_else(|| panic!("{file}:{line}:{column} {rule} missing: {findings:#?}"));
         let location = found.location.as_ref().unwrap();
-        assert_eq!(location.end_column, end_column, "{file}:{line}:{column}");
+        assert_eq!(
+            location.pos.end_column(),
+            end_column,
+            "{file}:{line}:{column}"
+        );
         let snippet = found.snippet.as_deref().expect("snippet");
         assert!(
             snippet.contains("path:") || snippet.contains("kind:"),
@@ -365,7 +372,7 @@ fn skipped_objects_and_lists() {
     let findings = k8s::audit(&manifests, &default_rules());
     assert_eq!(findings.len(), 1, "{findings:#?}");
     assert_eq!(findings[0].rule.id, "k8s-skipped-object");
-    assert_eq!(findings[0].location.as_ref().unwrap().line, 2);
+    assert_eq!(findings[0].location.as_ref().unwrap().pos.line, 2);
 }
 
 /// Each malformed input: the error kind, the rule and the exact line and
@@ -415,7 +422,11 @@ fn errors_name_file_line_and_column() {
         assert_eq!(error.invalidity, invalidity, "{file}: {error}");
         let location = error.location();
         assert_eq!(
-            (location.file.as_str(), location.line, location.column),
+            (
+                location.file.as_str(),
+                location.pos.line,
+                location.pos.column
+            ),
             (name.as_str(), line, column),
             "{file}: {error}"
         );
@@ -792,14 +803,14 @@ fn upstream_findings_text() -> String {
                 .unwrap();
             lines.push((
                 relative.to_owned(),
-                location.line,
-                location.column,
+                location.pos.line,
+                location.pos.column,
                 finding.rule.id,
             ));
             // The snippet is the line the location points into.
             assert_eq!(
                 finding.snippet.as_deref(),
-                text.lines().nth(location.line as usize - 1),
+                text.lines().nth(location.pos.line as usize - 1),
                 "{finding:#?}"
             );
         }

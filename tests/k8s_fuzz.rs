@@ -138,7 +138,7 @@ fn exercise(text: &str) {
         // The error names the file with a position inside the text.
         let message = error.to_string();
         assert!(message.starts_with("fuzz.yaml:"), "{message}");
-        let line = error.location().line as usize;
+        let line = error.location().pos.line as usize;
         assert!(
             line >= 1 && line <= text.split('\n').count().max(1),
             "{message}"

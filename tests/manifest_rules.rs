@@ -17,7 +17,7 @@ fn diagnose(yaml: &str) -> Vec<(Severity, &'static str, String, String)> {
         .map(|d| {
             (
                 d.severity,
-                d.code,
+                d.code.id,
                 format!("{}:{}", d.pos.line, d.pos.column),
                 d.message,
             )
@@ -440,4 +440,45 @@ fn tmpfs_size() {
         let yaml = path(&format!("{{ tmpfs: true, size: {size} }}"));
         assert_eq!(diagnose(&yaml), vec![], "{size}");
     }
+}
+
+/// Each diagnostic code belongs to the rule docs/manifest.md lists it
+/// under (the `layout-value` row names a few and "every other value
+/// check"), and no row names a code of another rule. Control: the row of
+/// `layout-path` does not name `yaml`.
+#[test]
+fn codes_belong_to_the_documented_rules() {
+    let docs = std::fs::read_to_string("docs/manifest.md").expect("docs/manifest.md");
+    let row = |rule: &str| -> String {
+        docs.lines()
+            .find(|line| line.starts_with(&format!("| `{rule}` |")))
+            .unwrap_or_else(|| panic!("no row for {rule} in docs/manifest.md"))
+            .to_owned()
+    };
+    let names = |row: &str, code: &str| row.contains(&format!("`{code}`"));
+    for rule in semanifest::manifest::rules::RULES {
+        row(rule.id);
+    }
+    for code in semanifest::manifest::codes::CODES {
+        let own = row(code.rule.id);
+        assert!(
+            names(&own, code.id) || code.rule.id == "layout-value",
+            "{} is not listed under {}",
+            code.id,
+            code.rule.id
+        );
+        for other in semanifest::manifest::rules::RULES {
+            if other.id != code.rule.id {
+                assert!(
+                    !names(&row(other.id), code.id),
+                    "{} is listed under {} but belongs to {}",
+                    code.id,
+                    other.id,
+                    code.rule.id
+                );
+            }
+        }
+    }
+    assert!(!names(&row("layout-path"), "yaml"));
+    assert!(names(&row("layout-yaml"), "yaml"));
 }

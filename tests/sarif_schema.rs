@@ -7,7 +7,8 @@ use std::fs;
 use std::path::Path;
 use std::process::Command;
 
-use semanifest::check::report::{self, Finding, Location, Related, Severity};
+use semanifest::check::report;
+use semanifest::diag::{Finding, Location, Pos, Related, Severity};
 use semanifest::k8s::{self, HostPathRules, LayoutPathRule, NormalPath, RootRule};
 
 /// Runs the validator on `sarif`; Ok(stdout) when valid, Err(stdout) when not.
@@ -41,9 +42,11 @@ fn rules() -> HostPathRules {
             path: p("/var/lib/etcd"),
             declared_at: Some(Location {
                 file: "layout.yaml".to_owned(),
-                line: 12,
-                column: 13,
-                end_column: Some(26),
+                pos: Pos {
+                    line: 12,
+                    column: 13,
+                    width: 13,
+                },
             }),
         }],
         workload_types: vec!["container_t".to_owned()],
@@ -62,9 +65,11 @@ fn findings() -> Vec<Finding> {
     // File names that need percent-encoding, and a finding without location.
     let odd = Location {
         file: "manifests dir/ü#1:x.yaml".to_owned(),
-        line: 3,
-        column: 9,
-        end_column: None,
+        pos: Pos {
+            line: 3,
+            column: 9,
+            width: 0,
+        },
     };
     findings.push(Finding {
         rule: &k8s::RULE_OUTSIDE_ROOT,

@@ -7,8 +7,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::check::report::{Finding, Rule, Severity};
 use crate::check::rules;
+use crate::diag::{Finding, Rule, Severity};
 use crate::fcontext::FileContexts;
 use crate::fsroot::Root;
 use crate::model::Layout;
@@ -26,14 +26,7 @@ pub enum LabelsError {
 }
 
 fn finding(rule: &'static Rule, message: String) -> Finding {
-    Finding {
-        rule,
-        severity: rule.default_severity,
-        message,
-        location: None,
-        snippet: None,
-        related: Vec::new(),
-    }
+    Finding::new(rule, message)
 }
 
 /// What the walk found: findings in path order, and the totals.

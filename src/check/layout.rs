@@ -4,58 +4,16 @@
 //! comparison, a path the base policy already labels otherwise — plus a note
 //! for paths reachable only through bind mounts.
 
-use crate::check::location_at;
-use crate::check::report::{Finding, Severity};
 use crate::check::rules;
-use crate::diag::{Diagnostic, Severity as DiagSeverity, Source};
+use crate::diag::{Finding, Pos, Rule};
 use crate::fcontext::{FileContexts, FileKind};
 use crate::manifest::Parsed;
 use crate::model::{is_within, Layout};
 use crate::policy::file_contexts::{self, FileCon, FileConType};
 use crate::policy::{self, plan};
 
-/// A manifest diagnostic as a check finding.
-pub fn finding_of(diagnostic: &Diagnostic, source: &Source) -> Finding {
-    let location = location_at(&source.name, diagnostic.pos);
-    let mut message = diagnostic.message.clone();
-    if let Some(help) = &diagnostic.help {
-        message.push_str(&format!(" (help: {help})"));
-    }
-    Finding {
-        rule: rules::layout_rule(diagnostic.code),
-        severity: match diagnostic.severity {
-            DiagSeverity::Error => Severity::Error,
-            DiagSeverity::Warning => Severity::Warning,
-            DiagSeverity::Note => Severity::Note,
-        },
-        message,
-        snippet: location
-            .as_ref()
-            .and_then(|l| source.line(l.line))
-            .map(str::to_owned),
-        location,
-        related: Vec::new(),
-    }
-}
-
-fn finding(
-    parsed: &Parsed,
-    rule: &'static crate::check::report::Rule,
-    pos: crate::diag::Pos,
-    message: String,
-) -> Finding {
-    let location = location_at(&parsed.source.name, pos);
-    Finding {
-        rule,
-        severity: rule.default_severity,
-        message,
-        snippet: location
-            .as_ref()
-            .and_then(|l| parsed.source.line(l.line))
-            .map(str::to_owned),
-        location,
-        related: Vec::new(),
-    }
+fn finding(parsed: &Parsed, rule: &'static Rule, pos: Pos, message: String) -> Finding {
+    Finding::in_source(rule, &parsed.source, pos, message)
 }
 
 /// The hazards of the layout's file_contexts, found with the lookup engine.

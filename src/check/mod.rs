@@ -1,6 +1,7 @@
 //! `semanifest check`: one CI gate over a layout, the policy it compiles to,
 //! Kubernetes workload YAML and on-disk labels. Each phase produces
-//! [`report::Finding`]s; the caller renders them and picks the exit code.
+//! [`Finding`]s; the caller renders them ([`report`]) and picks the exit
+//! code.
 //!
 //! Invariants: nothing here writes outside a temporary directory (labels are
 //! checked with the relabeler in dry-run mode); a phase that cannot run
@@ -16,12 +17,12 @@ pub mod store;
 
 use std::path::PathBuf;
 
+use crate::diag::Finding;
 use crate::k8s::{self, HostPathRules};
 use crate::manifest::Parsed;
-use report::{Finding, Location};
 
 /// What to check. The layout is already parsed (its rule violations are
-/// findings of their own, see [`layout::finding_of`]).
+/// findings of their own, see [`Diagnostic::to_finding`](crate::diag::Diagnostic::to_finding)).
 #[derive(Debug, Default)]
 pub struct CheckOptions {
     pub includes: Vec<PathBuf>,
@@ -56,12 +57,9 @@ pub struct Outcome {
 /// Runs the policy, Kubernetes and label phases for a valid layout.
 pub fn run(parsed: &Parsed, options: &CheckOptions) -> Outcome {
     let mut outcome = Outcome::default();
-    outcome.findings.extend(
-        parsed
-            .warnings
-            .iter()
-            .map(|d| layout::finding_of(d, &parsed.source)),
-    );
+    outcome
+        .findings
+        .extend(parsed.warnings.iter().map(|d| d.to_finding(&parsed.source)));
     outcome.findings.extend(layout::hazards(parsed));
 
     let inputs = policy::PolicyInputs {
@@ -93,12 +91,9 @@ pub fn run_against(
     store_options: &crate::store::Options,
 ) -> Outcome {
     let mut outcome = Outcome::default();
-    outcome.findings.extend(
-        parsed
-            .warnings
-            .iter()
-            .map(|d| layout::finding_of(d, &parsed.source)),
-    );
+    outcome
+        .findings
+        .extend(parsed.warnings.iter().map(|d| d.to_finding(&parsed.source)));
     outcome
         .findings
         .extend(layout::below_protected_notes(parsed));
@@ -156,11 +151,6 @@ fn workload_and_label_phases(
             },
         }
     }
-}
-
-/// A manifest position as a report location in `file` (named as given).
-pub fn location_at(file: &str, pos: crate::diag::Pos) -> Option<Location> {
-    Location::at(file, pos)
 }
 
 /// What the layout says about hostPath volumes, for the Kubernetes audit.

@@ -9,8 +9,8 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::check::report::{Finding, Location, Related};
 use crate::check::rules;
+use crate::diag::{Finding, Location, Pos, Related};
 use crate::manifest::Parsed;
 use crate::policy::{self, BuildError, BuildOptions};
 
@@ -32,8 +32,8 @@ pub enum PolicyCheckError {
     Setools { tool: &'static str, detail: String },
 }
 
-fn manifest_location(parsed: &Parsed, pos: crate::diag::Pos) -> Option<Location> {
-    crate::check::location_at(&parsed.source.name, pos)
+fn manifest_location(parsed: &Parsed, pos: Pos) -> Option<Location> {
+    Location::at(&parsed.source.name, pos)
 }
 
 /// `FILE:LINE: rule` (as secilc reports an offending rule) → a location.
@@ -44,9 +44,11 @@ fn offending_location(text: &str) -> Option<(Location, String)> {
     Some((
         Location {
             file: file.to_owned(),
-            line,
-            column: 1,
-            end_column: None,
+            pos: Pos {
+                line,
+                column: 1,
+                width: 0,
+            },
         },
         rule.to_owned(),
     ))
@@ -96,7 +98,7 @@ pub fn check(parsed: &Parsed, inputs: &PolicyInputs<'_>) -> Result<Vec<Finding>,
                             violation.type_name,
                             violation.offending.iter().map(|o| format!("; granted by {o}")).collect::<String>()
                         ),
-                        snippet: location.as_ref().and_then(|l| parsed.source.line(l.line)).map(str::to_owned),
+                        snippet: location.as_ref().and_then(|l| parsed.source.line(l.pos.line)).map(str::to_owned),
                         location,
                         related,
                     }
@@ -233,7 +235,7 @@ fn transitions(parsed: &Parsed, policy: &Path) -> Result<Vec<Finding>, PolicyChe
                             chain.join(" → "),
                             paths.into_iter().map(|p| format!("`{p}`")).collect::<Vec<_>>().join(", ")
                         ),
-                        snippet: location.as_ref().and_then(|l| parsed.source.line(l.line)).map(str::to_owned),
+                        snippet: location.as_ref().and_then(|l| parsed.source.line(l.pos.line)).map(str::to_owned),
                         location,
                         related: Vec::new(),
                     });
@@ -271,7 +273,10 @@ mod tests {
     fn reads_offending_rule_locations() {
         let (location, rule) =
             offending_location("extra.cil:3: (allow a b (file (read)))").unwrap();
-        assert_eq!((location.file.as_str(), location.line), ("extra.cil", 3));
+        assert_eq!(
+            (location.file.as_str(), location.pos.line),
+            ("extra.cil", 3)
+        );
         assert_eq!(rule, "(allow a b (file (read)))");
     }
 }

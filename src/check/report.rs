@@ -1,4 +1,4 @@
-//! Findings of `semanifest check` and their three renderings: human
+//! The three renderings of findings (the vocabulary is `diag`'s): human
 //! (rustc-style snippets grouped by file), JSON (a versioned schema, see
 //! `docs/check-json.md`) and SARIF 2.1.0 (for code-scanning UIs).
 //!
@@ -20,118 +20,19 @@ use std::fmt;
 use annotate_snippets::{AnnotationKind, Group, Level, Renderer, Snippet};
 use serde::Serialize;
 
-/// How grave a finding is. Ordered from least to most grave.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Severity {
-    Note,
-    Warning,
-    Error,
-}
-
-impl Severity {
-    /// The lowercase name used by every renderer (`note`, `warning`, `error`);
-    /// it is also SARIF's `level` value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Note => "note",
-            Severity::Warning => "warning",
-            Severity::Error => "error",
-        }
-    }
-}
-
-impl fmt::Display for Severity {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// A check that can produce findings. Producers declare their rules as
-/// `static`s so that ids, names and explanations are stable across runs.
-#[derive(Debug, PartialEq, Eq)]
-pub struct Rule {
-    /// Stable identifier, kebab-case, prefixed by the producer
-    /// (e.g. `k8s-hostpath-protected`). Part of the JSON and SARIF contract.
-    pub id: &'static str,
-    /// PascalCase name (SARIF `reportingDescriptor.name`).
-    pub name: &'static str,
-    /// One sentence: what the rule reports.
-    pub summary: &'static str,
-    /// One line: why it matters. Printed under every finding.
-    pub why: &'static str,
-    /// The severity the rule's findings usually carry.
-    pub default_severity: Severity,
-}
-
-/// A position in an input file, with the file named as the user gave it.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Location {
-    pub file: String,
-    /// 1-based line.
-    pub line: u32,
-    /// 1-based column, in Unicode scalar values.
-    pub column: u32,
-    /// Exclusive end column on the same line, when the extent is known.
-    pub end_column: Option<u32>,
-}
-
-impl Location {
-    /// A manifest position as a location in `file` (named as given).
-    pub fn at(file: &str, pos: crate::diag::Pos) -> Option<Location> {
-        pos.is_known().then(|| Location {
-            file: file.to_owned(),
-            line: pos.line,
-            column: pos.column,
-            end_column: (pos.width > 0).then(|| pos.column + pos.width),
-        })
-    }
-}
-
-impl fmt::Display for Location {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}", self.file, self.line, self.column)
-    }
-}
-
-/// A secondary position that explains a finding (e.g. where the layout
-/// declared the protected path a workload exposes).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Related {
-    pub location: Location,
-    pub message: String,
-}
-
-/// One reported problem.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Finding {
-    pub rule: &'static Rule,
-    pub severity: Severity,
-    pub message: String,
-    pub location: Option<Location>,
-    /// The full source line at `location`, for the human renderer and SARIF
-    /// `region.snippet`.
-    pub snippet: Option<String>,
-    pub related: Vec<Related>,
-}
-
-impl Finding {
-    /// The rule's one-line explanation.
-    pub fn why(&self) -> &'static str {
-        self.rule.why
-    }
-}
+use crate::diag::{Finding, Location, Rule, Severity};
 
 /// Counts by severity.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct Summary {
+pub struct SeverityCounts {
     pub errors: usize,
     pub warnings: usize,
     pub notes: usize,
 }
 
-impl Summary {
+impl SeverityCounts {
     pub fn of<'a>(findings: impl IntoIterator<Item = &'a Finding>) -> Self {
-        let mut summary = Summary::default();
+        let mut summary = SeverityCounts::default();
         for finding in findings {
             match finding.severity {
                 Severity::Error => summary.errors += 1,
@@ -143,7 +44,7 @@ impl Summary {
     }
 }
 
-impl fmt::Display for Summary {
+impl fmt::Display for SeverityCounts {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
@@ -188,7 +89,7 @@ pub fn render_human(findings: &[Finding], options: HumanOptions) -> String {
     };
     let mut out = String::new();
     for (file, group) in group_by_file(findings) {
-        let summary = Summary::of(group.iter().copied());
+        let summary = SeverityCounts::of(group.iter().copied());
         match file {
             Some(file) => out.push_str(&format!("{}: {summary}\n", escape_controls(file))),
             None => out.push_str(&format!("(no file): {summary}\n")),
@@ -198,7 +99,7 @@ pub fn render_human(findings: &[Finding], options: HumanOptions) -> String {
             out.push_str("\n\n");
         }
     }
-    out.push_str(&format!("check: {}\n", Summary::of(findings)));
+    out.push_str(&format!("check: {}\n", SeverityCounts::of(findings)));
     out
 }
 
@@ -238,7 +139,7 @@ fn human_group(finding: &Finding) -> Group<'static> {
             let (source, span) = snippet_with_span(line, location);
             title.element(
                 Snippet::source(source)
-                    .line_start(location.line as usize)
+                    .line_start(location.pos.line as usize)
                     .path(escape_controls(&location.file))
                     .annotation(AnnotationKind::Primary.span(span)),
             )
@@ -260,9 +161,10 @@ fn human_group(finding: &Finding) -> Group<'static> {
 /// The escaped source line and the byte range of the annotated columns in it.
 fn snippet_with_span(line: &str, location: &Location) -> (String, std::ops::Range<usize>) {
     let line = line.trim_end_matches(['\n', '\r']);
-    let start_col = location.column.max(1) as usize - 1;
+    let start_col = location.pos.column.max(1) as usize - 1;
     let end_col = location
-        .end_column
+        .pos
+        .end_column()
         .map(|c| c as usize - 1)
         .filter(|&end| end > start_col)
         .unwrap_or(start_col + 1);
@@ -316,7 +218,7 @@ struct JsonReport<'a> {
     schema: &'static str,
     version: u32,
     tool: JsonTool,
-    summary: Summary,
+    summary: SeverityCounts,
     findings: Vec<JsonFinding<'a>>,
 }
 
@@ -355,9 +257,9 @@ impl<'a> From<&'a Location> for JsonLocation<'a> {
     fn from(location: &'a Location) -> Self {
         JsonLocation {
             file: &location.file,
-            line: location.line,
-            column: location.column,
-            end_column: location.end_column,
+            line: location.pos.line,
+            column: location.pos.column,
+            end_column: location.pos.end_column(),
         }
     }
 }
@@ -371,7 +273,7 @@ pub fn render_json(findings: &[Finding]) -> String {
             name: env!("CARGO_PKG_NAME"),
             version: env!("CARGO_PKG_VERSION"),
         },
-        summary: Summary::of(findings),
+        summary: SeverityCounts::of(findings),
         findings: findings
             .iter()
             .map(|f| JsonFinding {
@@ -528,9 +430,12 @@ fn sarif_location<'a>(
                 uri: path_to_uri_reference(&location.file),
             },
             region: SarifRegion {
-                start_line: location.line.max(1),
-                start_column: location.column.max(1),
-                end_column: location.end_column.filter(|&end| end > location.column),
+                start_line: location.pos.line.max(1),
+                start_column: location.pos.column.max(1),
+                end_column: location
+                    .pos
+                    .end_column()
+                    .filter(|&end| end > location.pos.column),
                 snippet: snippet.map(|text| SarifSnippet { text }),
             },
         },
@@ -643,13 +548,14 @@ pub fn path_to_uri_reference(path: &str) -> String {
 mod tests {
     use super::*;
 
-    static RULE: Rule = Rule {
-        id: "test-rule",
-        name: "TestRule",
-        summary: "A rule for tests.",
-        why: "Because tests need one.",
-        default_severity: Severity::Error,
-    };
+    crate::diag::rule!(
+        RULE,
+        "test-rule",
+        "TestRule",
+        Error,
+        "A rule for tests.",
+        "Because tests need one."
+    );
 
     fn finding(file: &str, line: u32, column: u32, severity: Severity) -> Finding {
         Finding {
@@ -658,9 +564,11 @@ mod tests {
             message: format!("finding at {line}:{column}"),
             location: Some(Location {
                 file: file.to_owned(),
-                line,
-                column,
-                end_column: Some(column + 3),
+                pos: crate::diag::Pos {
+                    line,
+                    column,
+                    width: 3,
+                },
             }),
             snippet: Some("    path: /var\n".to_owned()),
             related: vec![],
@@ -690,7 +598,7 @@ mod tests {
             finding("b", 1, 1, Severity::Warning),
             finding("b", 3, 1, Severity::Note),
         ];
-        let summary = Summary::of(&findings);
+        let summary = SeverityCounts::of(&findings);
         assert_eq!((summary.errors, summary.warnings, summary.notes), (1, 2, 1));
         assert_eq!(summary.to_string(), "1 error, 2 warnings, 1 note");
     }

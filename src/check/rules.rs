@@ -1,65 +1,9 @@
-//! The rules `check` reports besides the Kubernetes ones (in `k8s`): their
-//! ids are part of the JSON and SARIF contract.
+//! The rules `check` reports besides the manifest's (`manifest::rules`)
+//! and the Kubernetes ones (in `k8s`): their ids are part of the JSON and
+//! SARIF contract.
 
-use crate::check::report::{Rule, Severity};
+use crate::diag::{rule, Rule};
 
-macro_rules! rule {
-    ($name:ident, $id:literal, $pascal:literal, $severity:ident, $summary:literal, $why:literal) => {
-        pub static $name: Rule = Rule {
-            id: $id,
-            name: $pascal,
-            summary: $summary,
-            why: $why,
-            default_severity: Severity::$severity,
-        };
-    };
-}
-
-rule!(LAYOUT_YAML, "layout-yaml", "LayoutYaml", Error,
-    "The layout is not YAML of the documented shape.",
-    "Nothing else can be checked until the manifest parses: unknown fields, duplicate keys and wrong types are refused, never guessed.");
-rule!(
-    LAYOUT_HEADER,
-    "layout-header",
-    "LayoutHeader",
-    Error,
-    "apiVersion, kind or metadata.name is wrong.",
-    "The header says which schema the manifest follows and names the CIL module."
-);
-rule!(LAYOUT_PATH, "layout-path", "LayoutPath", Error,
-    "A layout path is relative, not normalised, duplicated or has characters file_contexts cannot carry.",
-    "Labels are matched by exact path text: a path that is not absolute, normalised and plain ASCII labels something else than intended, or breaks file_contexts for libselinux.");
-rule!(LAYOUT_TYPE, "layout-type", "LayoutType", Error,
-    "A type name is invalid, collides with a base or domain type, or is shared by paths that disagree.",
-    "Once two paths share a type SELinux cannot tell them apart; reusing a base type silently changes what the base grants.");
-rule!(LAYOUT_VALUE, "layout-value", "LayoutValue", Error,
-    "A field has a value outside its allowed set (access level, domain, mode, owner, lifecycle, propagation).",
-    "A value the compiler does not understand would otherwise be dropped and grant less, or more, than written.");
-rule!(LAYOUT_PROTECTION, "layout-protection", "LayoutProtection", Error,
-    "A protected path is granted to a workload, is a hostPath root, is removable, or lies below a hostPath root.",
-    "Protected data must be unreachable by hostPath pods and never deleted by `rm`; anything else defeats the neverallow.");
-rule!(
-    LAYOUT_WORKLOAD,
-    "layout-workload",
-    "LayoutWorkload",
-    Error,
-    "A workload domain is trusted or can reach a privileged domain through transitions.",
-    "A pod that can become trusted, or enter a domain with protected access, is not confined."
-);
-rule!(
-    LAYOUT_UNUSED,
-    "layout-unused-domain",
-    "LayoutUnusedDomain",
-    Warning,
-    "A domain is declared but granted nothing.",
-    "An unused domain is usually a typo in an `access` key."
-);
-rule!(LAYOUT_TMPFS, "layout-tmpfs-lifecycle", "LayoutTmpfsLifecycle", Warning,
-    "A tmpfs mount is declared persistent.",
-    "A tmpfs is empty at every boot; say `lifecycle: ephemeral` so tooling does not promise to keep it.");
-rule!(LAYOUT_NODE, "layout-node", "LayoutNode", Error,
-    "A runtime unit under spec.node is misnamed, listed twice, one semanifest generates, or has no command kubens can start.",
-    "The generated units order the runtime after the labels by these names, and kubens restarts each one through kubensenter with its command: a wrong name or command leaves the runtime unordered, or failing to start.");
 rule!(FC_SHADOWED, "layout-fc-shadowed", "LayoutFileContextShadowed", Error,
     "A layout path's own file_contexts spec never wins for it.",
     "libselinux picks exact specs over regexes and the last matching regex; if another spec wins, the path gets another label than the layout says.");
@@ -139,43 +83,8 @@ rule!(STORE_REACH, "store-reach", "StoreReach", Note,
     "Domains outside the workload set can still reach a protected type, by the store's design.",
     "On a distribution, unconfined and administrative domains reach every file type; the protection holds against workloads, and the rest is shown, not hidden.");
 
-/// The rule a manifest diagnostic code belongs to.
-pub fn layout_rule(code: &str) -> &'static Rule {
-    match code {
-        "yaml" | "too-large" => &LAYOUT_YAML,
-        "api-version" | "kind" | "metadata-name" => &LAYOUT_HEADER,
-        "path-relative"
-        | "path-root"
-        | "path-character"
-        | "path-not-normalised"
-        | "path-duplicate" => &LAYOUT_PATH,
-        "type-name" | "base-type" | "type-is-domain" | "type-shared" | "domain-type-duplicate" => {
-            &LAYOUT_TYPE
-        }
-        "protected-workload"
-        | "protected-hostpath"
-        | "protected-removable"
-        | "protected-under-hostpath" => &LAYOUT_PROTECTION,
-        "workload-trusted" | "workload-transition" => &LAYOUT_WORKLOAD,
-        "domain-unused" => &LAYOUT_UNUSED,
-        "tmpfs-persistent" => &LAYOUT_TMPFS,
-        "node-unit" | "node-unit-duplicate" | "node-exec" | "kubens-exec" => &LAYOUT_NODE,
-        _ => &LAYOUT_VALUE,
-    }
-}
-
 /// Every rule of this module, for documentation and SARIF.
-pub static RULES: [&Rule; 29] = [
-    &LAYOUT_YAML,
-    &LAYOUT_HEADER,
-    &LAYOUT_PATH,
-    &LAYOUT_TYPE,
-    &LAYOUT_VALUE,
-    &LAYOUT_PROTECTION,
-    &LAYOUT_WORKLOAD,
-    &LAYOUT_UNUSED,
-    &LAYOUT_TMPFS,
-    &LAYOUT_NODE,
+pub static RULES: [&Rule; 19] = [
     &FC_SHADOWED,
     &FC_ORDER,
     &FC_BASE_OVERLAP,
@@ -196,3 +105,28 @@ pub static RULES: [&Rule; 29] = [
     &STORE_PREDICTION,
     &STORE_REACH,
 ];
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    /// A rule id or name names one rule across every producer. Control:
+    /// the same list twice is caught.
+    #[test]
+    fn ids_and_names_are_unique_across_producers() {
+        let all: Vec<&crate::diag::Rule> = super::RULES
+            .iter()
+            .chain(crate::manifest::rules::RULES.iter())
+            .chain(crate::k8s::RULES.iter())
+            .copied()
+            .collect();
+        let unique = |rules: &[&crate::diag::Rule]| {
+            let ids: BTreeSet<&str> = rules.iter().map(|r| r.id).collect();
+            let names: BTreeSet<&str> = rules.iter().map(|r| r.name).collect();
+            ids.len() == rules.len() && names.len() == rules.len()
+        };
+        assert!(unique(&all));
+        let twice: Vec<_> = all.iter().chain(&all).copied().collect();
+        assert!(!unique(&twice));
+    }
+}

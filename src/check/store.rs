@@ -6,8 +6,8 @@
 
 use std::path::PathBuf;
 
-use crate::check::report::{Finding, Location, Related};
-use crate::check::{location_at, rules};
+use crate::check::rules;
+use crate::diag::{Finding, Location, Pos, Related, Rule};
 use crate::manifest::Parsed;
 use crate::store::filecons::{Event, FileconError, Unresolvable};
 use crate::store::module_report::{describe_event, kept_summary, ModuleReport, Verification};
@@ -24,27 +24,11 @@ pub struct StoreOutcome {
     pub report: Option<ModuleReport>,
 }
 
-fn finding(
-    rule: &'static crate::check::report::Rule,
-    parsed: &Parsed,
-    pos: Option<crate::diag::Pos>,
-    message: String,
-) -> Finding {
-    let location = pos.and_then(|pos| location_at(&parsed.source.name, pos));
-    Finding {
-        rule,
-        severity: rule.default_severity,
-        message,
-        snippet: location
-            .as_ref()
-            .and_then(|l| parsed.source.line(l.line))
-            .map(str::to_owned),
-        location,
-        related: Vec::new(),
-    }
+fn finding(rule: &'static Rule, parsed: &Parsed, pos: Option<Pos>, message: String) -> Finding {
+    Finding::in_source(rule, &parsed.source, pos.unwrap_or_default(), message)
 }
 
-fn path_pos(parsed: &Parsed, path: &str) -> Option<crate::diag::Pos> {
+fn path_pos(parsed: &Parsed, path: &str) -> Option<Pos> {
     parsed
         .layout
         .paths
@@ -225,9 +209,11 @@ fn failure(parsed: &Parsed, error: ModuleError, outcome: &mut StoreOutcome) {
                         Some(Related {
                             location: Location {
                                 file: file.to_owned(),
-                                line: line.parse().ok()?,
-                                column: 1,
-                                end_column: None,
+                                pos: Pos {
+                                    line: line.parse().ok()?,
+                                    column: 1,
+                                    width: 0,
+                                },
                             },
                             message: format!("grants it: {rule}"),
                         })

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::{Args as ClapArgs, ValueEnum};
-use semanifest::check::{self, layout, report, CheckOptions};
+use semanifest::check::{self, report, rules, CheckOptions};
 
 const AFTER_HELP: &str = "\
 Phases, in order:
@@ -116,7 +116,7 @@ pub fn run(args: Args) -> Result<u8> {
             let findings = report
                 .diagnostics
                 .iter()
-                .map(|d| layout::finding_of(d, &report.source))
+                .map(|d| d.to_finding(&report.source))
                 .collect();
             (findings, Vec::new(), None, 0)
         }
@@ -152,11 +152,18 @@ pub fn run(args: Args) -> Result<u8> {
     if let Some(examined) = examined {
         let drift = findings
             .iter()
-            .filter(|f| f.rule.id == "labels-drift")
+            .filter(|f| f.rule == &rules::LABELS_DRIFT)
             .count();
         let apply = findings
             .iter()
-            .filter(|f| matches!(f.rule.id, "apply-drift" | "apply-missing" | "apply-blocked"))
+            .filter(|f| {
+                [
+                    &rules::APPLY_DRIFT,
+                    &rules::APPLY_MISSING,
+                    &rules::APPLY_BLOCKED,
+                ]
+                .contains(&f.rule)
+            })
             .count();
         eprintln!(
             "labels: {examined} objects examined, {drift} with a different label; \
@@ -166,7 +173,7 @@ pub fn run(args: Args) -> Result<u8> {
     if !input_errors.is_empty() {
         return Err(super::Errors::of_messages(input_errors).into());
     }
-    let summary = report::Summary::of(&findings);
+    let summary = report::SeverityCounts::of(&findings);
     Ok(if not_yaml > 0 {
         super::EXIT_BAD_INPUT
     } else if summary.errors > 0 || (args.deny_warnings && summary.warnings > 0) {

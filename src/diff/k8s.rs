@@ -1,4 +1,4 @@
-//! hostPath verdicts before and after: the Kubernetes audit of `check`
+//! hostPath verdicts before and after: the Kubernetes audit (`k8s::audit`)
 //! run against each layout's [`HostPathRules`], compared volume by volume.
 
 use std::collections::BTreeMap;
@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::check::report::{Finding, Location, Severity};
+use crate::diag::{Finding, Location};
 use crate::k8s::{audit, HostPathRules, Manifests};
 use crate::manifest::Parsed;
 
@@ -40,11 +40,6 @@ fn verdicts(manifests: &Manifests, rules: &HostPathRules) -> BTreeMap<Location, 
     } in audit(manifests, rules)
     {
         if let Some(location) = location {
-            let severity = match severity {
-                Severity::Error => "error",
-                Severity::Warning => "warning",
-                Severity::Note => "note",
-            };
             let entry = by_location.entry(location).or_default();
             entry.push(format!("{severity} {}", rule.id));
             entry.sort();

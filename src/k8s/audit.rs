@@ -11,7 +11,7 @@ use super::model::{
     HostPathMount, HostPathVolume, InvalidDocument, Manifests, PathOrigin, Sourced, Workload,
 };
 use super::path::NormalPath;
-use crate::check::report::{Finding, Location, Related, Rule, Severity};
+use crate::diag::{rule, Finding, Location, Related, Rule, Severity};
 
 /// A directory the layout marks `hostPath: true`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -98,101 +98,113 @@ impl HostPathRules {
     }
 }
 
-pub static RULE_INVALID_PATH: Rule = Rule {
-    id: "k8s-hostpath-invalid",
-    name: "HostPathInvalid",
-    summary: "A hostPath volume's path or type is not valid.",
-    why: "The API server rejects `..` in a hostPath and unknown types; a path that cannot be normalised cannot be checked against the layout.",
-    default_severity: Severity::Error,
-};
+rule!(
+    RULE_INVALID_PATH,
+    "k8s-hostpath-invalid",
+    "HostPathInvalid",
+    Error,
+    "A hostPath volume's path or type is not valid.",
+    "The API server rejects `..` in a hostPath and unknown types; a path that cannot be normalised cannot be checked against the layout."
+);
 
-pub static RULE_OUTSIDE_ROOT: Rule = Rule {
-    id: "k8s-hostpath-outside-root",
-    name: "HostPathOutsideRoot",
-    summary: "A hostPath volume lies outside every `hostPath: true` root of the layout.",
-    why: "Only the layout's hostPath roots are labelled for workloads; elsewhere the pod either fails with denials or shares data the layout never meant to share.",
-    default_severity: Severity::Error,
-};
+rule!(
+    RULE_OUTSIDE_ROOT,
+    "k8s-hostpath-outside-root",
+    "HostPathOutsideRoot",
+    Error,
+    "A hostPath volume lies outside every `hostPath: true` root of the layout.",
+    "Only the layout's hostPath roots are labelled for workloads; elsewhere the pod either fails with denials or shares data the layout never meant to share."
+);
 
-pub static RULE_PROTECTED: Rule = Rule {
-    id: "k8s-hostpath-protected",
-    name: "HostPathProtected",
-    summary: "A hostPath volume is a protected path, lies inside one, or contains one.",
-    why: "Protected data (etcd, kubelet PKI, audit logs) is guarded by a neverallow alone once a pod mounts it or any directory above it.",
-    default_severity: Severity::Error,
-};
+rule!(
+    RULE_PROTECTED,
+    "k8s-hostpath-protected",
+    "HostPathProtected",
+    Error,
+    "A hostPath volume is a protected path, lies inside one, or contains one.",
+    "Protected data (etcd, kubelet PKI, audit logs) is guarded by a neverallow alone once a pod mounts it or any directory above it."
+);
 
-pub static RULE_PRIVILEGED: Rule = Rule {
-    id: "k8s-hostpath-privileged",
-    name: "HostPathPrivileged",
-    summary: "A privileged container mounts a hostPath volume.",
-    why: "A privileged container runs unconfined (spc_t on SELinux hosts), so SELinux will not stop it from reading or writing anything its hostPath reaches.",
-    default_severity: Severity::Error,
-};
+rule!(
+    RULE_PRIVILEGED,
+    "k8s-hostpath-privileged",
+    "HostPathPrivileged",
+    Error,
+    "A privileged container mounts a hostPath volume.",
+    "A privileged container runs unconfined (spc_t on SELinux hosts), so SELinux will not stop it from reading or writing anything its hostPath reaches."
+);
 
-pub static RULE_SELINUX_TYPE: Rule = Rule {
-    id: "k8s-hostpath-selinux-type",
-    name: "HostPathSelinuxType",
-    summary: "A container mounting a hostPath volume runs with an SELinux type that is not a workload domain of the layout.",
-    why: "The layout confines hostPath pods through their workload type; a pod that picks another type (e.g. spc_t) leaves those rules, so SELinux will not stop it.",
-    default_severity: Severity::Error,
-};
+rule!(
+    RULE_SELINUX_TYPE,
+    "k8s-hostpath-selinux-type",
+    "HostPathSelinuxType",
+    Error,
+    "A container mounting a hostPath volume runs with an SELinux type that is not a workload domain of the layout.",
+    "The layout confines hostPath pods through their workload type; a pod that picks another type (e.g. spc_t) leaves those rules, so SELinux will not stop it."
+);
 
-pub static RULE_WRITABLE_READ_ONLY: Rule = Rule {
-    id: "k8s-hostpath-writable-read-only",
-    name: "HostPathWritableReadOnly",
-    summary: "A container mounts, writable, a hostPath that the layout lets workloads only read.",
-    why: "Writes there are denied by the policy at run time; mount it `readOnly: true` so the manifest says what the node enforces.",
-    default_severity: Severity::Warning,
-};
+rule!(
+    RULE_WRITABLE_READ_ONLY,
+    "k8s-hostpath-writable-read-only",
+    "HostPathWritableReadOnly",
+    Warning,
+    "A container mounts, writable, a hostPath that the layout lets workloads only read.",
+    "Writes there are denied by the policy at run time; mount it `readOnly: true` so the manifest says what the node enforces."
+);
 
-pub static RULE_SOCKET_OR_DEVICE: Rule = Rule {
-    id: "k8s-hostpath-socket-or-device",
-    name: "HostPathSocketOrDevice",
-    summary: "A hostPath volume is a socket or a device node.",
-    why: "A socket hands the pod a host daemon's authority and a device node raw hardware; file labels cannot see what happens past them.",
-    default_severity: Severity::Warning,
-};
+rule!(
+    RULE_SOCKET_OR_DEVICE,
+    "k8s-hostpath-socket-or-device",
+    "HostPathSocketOrDevice",
+    Warning,
+    "A hostPath volume is a socket or a device node.",
+    "A socket hands the pod a host daemon's authority and a device node raw hardware; file labels cannot see what happens past them."
+);
 
-pub static RULE_SKIPPED: Rule = Rule {
-    id: "k8s-skipped-object",
-    name: "KubernetesSkippedObject",
-    summary: "An object is not a workload kind and was not checked.",
-    why: "Only Pods and objects with pod templates (Deployment, StatefulSet, DaemonSet, ReplicaSet, ReplicationController, Job, CronJob, PodTemplate) can mount hostPaths.",
-    default_severity: Severity::Note,
-};
+rule!(
+    RULE_SKIPPED,
+    "k8s-skipped-object",
+    "KubernetesSkippedObject",
+    Note,
+    "An object is not a workload kind and was not checked.",
+    "Only Pods and objects with pod templates (Deployment, StatefulSet, DaemonSet, ReplicaSet, ReplicationController, Job, CronJob, PodTemplate) can mount hostPaths."
+);
 
-pub static RULE_SKIPPED_NON_LINUX: Rule = Rule {
-    id: "k8s-skipped-non-linux",
-    name: "KubernetesSkippedNonLinux",
-    summary: "A workload pins an operating system other than Linux and was not checked.",
-    why: "A pod whose nodeSelector or required node affinity pins `kubernetes.io/os` to another system (e.g. windows) never runs on a Linux node; its host paths are not this layout's.",
-    default_severity: Severity::Note,
-};
+rule!(
+    RULE_SKIPPED_NON_LINUX,
+    "k8s-skipped-non-linux",
+    "KubernetesSkippedNonLinux",
+    Note,
+    "A workload pins an operating system other than Linux and was not checked.",
+    "A pod whose nodeSelector or required node affinity pins `kubernetes.io/os` to another system (e.g. windows) never runs on a Linux node; its host paths are not this layout's."
+);
 
-pub static RULE_INVALID_YAML: Rule = Rule {
-    id: "k8s-invalid-yaml",
-    name: "KubernetesInvalidYaml",
-    summary: "A Kubernetes input document is not YAML.",
-    why: "A document that cannot be parsed cannot be checked, and kubectl would refuse it; the other documents of the file are still checked.",
-    default_severity: Severity::Error,
-};
+rule!(
+    RULE_INVALID_YAML,
+    "k8s-invalid-yaml",
+    "KubernetesInvalidYaml",
+    Error,
+    "A Kubernetes input document is not YAML.",
+    "A document that cannot be parsed cannot be checked, and kubectl would refuse it; the other documents of the file are still checked."
+);
 
-pub static RULE_INVALID_OBJECT: Rule = Rule {
-    id: "k8s-invalid-object",
-    name: "KubernetesInvalidObject",
-    summary: "A YAML document is not a valid Kubernetes object.",
-    why: "A value of the wrong shape, a duplicate key or a boolean spelled yes/no/on/off is read differently by different tools or refused by the API server; the document is not checked, the others are.",
-    default_severity: Severity::Error,
-};
+rule!(
+    RULE_INVALID_OBJECT,
+    "k8s-invalid-object",
+    "KubernetesInvalidObject",
+    Error,
+    "A YAML document is not a valid Kubernetes object.",
+    "A value of the wrong shape, a duplicate key or a boolean spelled yes/no/on/off is read differently by different tools or refused by the API server; the document is not checked, the others are."
+);
 
-pub static RULE_SKIPPED_FILE: Rule = Rule {
-    id: "k8s-skipped-file",
-    name: "KubernetesSkippedFile",
-    summary: "An entry of a --k8s directory was not read.",
-    why: "Directories are read like `kubectl apply -R -f DIR`: files ending in .yaml, .yml or .json; a manifest under another name is not checked (and not applied by kubectl either).",
-    default_severity: Severity::Note,
-};
+rule!(
+    RULE_SKIPPED_FILE,
+    "k8s-skipped-file",
+    "KubernetesSkippedFile",
+    Note,
+    "An entry of a --k8s directory was not read.",
+    "Directories are read like `kubectl apply -R -f DIR`: files ending in .yaml, .yml or .json; a manifest under another name is not checked (and not applied by kubectl either)."
+);
 
 /// Every rule this module can report, for documentation and SARIF.
 pub static RULES: [&Rule; 12] = [
@@ -283,7 +295,7 @@ pub fn invalid_document(document: &InvalidDocument) -> Finding {
         rule,
         severity: rule.default_severity,
         message: document.description(),
-        snippet: document.source.line(location.line).map(str::to_owned),
+        snippet: document.source.line(location.pos.line).map(str::to_owned),
         location: Some(location),
         related: Vec::new(),
     }

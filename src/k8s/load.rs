@@ -11,9 +11,10 @@ use serde_saphyr::{Budget, DuplicateKeyPolicy, MessageFormatter, Spanned, UserMe
 use super::api::{self, is_list_kind, RawObject, Spec, WorkloadKind, OS_LABELS};
 use super::model::{
     ContainerKind, HostPathMount, HostPathVolume, InvalidDocument, Invalidity, Manifests,
-    PathOrigin, Position, SkippedObject, SourceFile, Sourced, Workload,
+    PathOrigin, SkippedObject, SourceFile, Sourced, Workload,
 };
 use super::stream;
+use crate::diag::Pos;
 
 /// YAML options shared by every Kubernetes input.
 fn yaml_options(strict: bool) -> serde_saphyr::Options {
@@ -75,13 +76,12 @@ struct Doc<'a> {
 }
 
 impl Doc<'_> {
-    fn position(&self, location: &serde_saphyr::Location) -> Position {
-        let length = location.span().len();
-        let line = u32::try_from(location.line()).unwrap_or(u32::MAX);
-        Position {
-            line: line.saturating_add(self.line_offset),
-            column: u32::try_from(location.column()).unwrap_or(u32::MAX),
-            length: (length > 0).then(|| u32::try_from(length).unwrap_or(u32::MAX)),
+    fn position(&self, location: &serde_saphyr::Location) -> Pos {
+        let width = usize::try_from(location.span().len()).unwrap_or(usize::MAX);
+        let pos = Pos::of(location, width);
+        Pos {
+            line: pos.line.saturating_add(self.line_offset),
+            ..pos
         }
     }
 
@@ -123,10 +123,10 @@ impl Doc<'_> {
             .location()
             .filter(|l| l.line() > 0)
             .map(|l| self.position(&l))
-            .unwrap_or(Position {
+            .unwrap_or(Pos {
                 line: self.line_offset.saturating_add(1),
                 column: 1,
-                length: None,
+                width: 0,
             });
         // The position is reported separately; take the bare message, with
         // control characters (from the input) made visible.

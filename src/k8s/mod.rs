@@ -6,7 +6,7 @@
 //! into documents, each parsed on its own; `List`s, workload kinds) →
 //! [`Manifests`] (plain facts with positions, and the documents that could
 //! not be read) → [`audit`] with [`HostPathRules`] →
-//! [`Finding`](crate::check::report::Finding)s.
+//! [`Finding`](crate::diag::Finding)s.
 //!
 //! Invariants:
 //! - The parser never touches the filesystem; only [`load_paths`] does.
@@ -40,6 +40,6 @@ pub use files::{load_paths, LoadError, Loaded};
 pub use load::{parse_source, parse_str};
 pub use model::{
     ContainerKind, HostPathMount, HostPathVolume, InvalidDocument, Invalidity, Manifests,
-    PathOrigin, Position, SkipReason, SkippedFile, SkippedObject, SourceFile, Sourced, Workload,
+    PathOrigin, SkipReason, SkippedFile, SkippedObject, SourceFile, Sourced, Workload,
 };
 pub use path::{NormalPath, PathError};

@@ -3,23 +3,13 @@
 
 use std::sync::Arc;
 
-use crate::check::report::Location;
-
-/// A position in a source file: 1-based line, 1-based column counted in
-/// Unicode scalar values, and the value's length in the same unit when the
-/// parser knows it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Position {
-    pub line: u32,
-    pub column: u32,
-    pub length: Option<u32>,
-}
+use crate::diag::{Location, Pos};
 
 /// A value and where it was written.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Sourced<T> {
     pub value: T,
-    pub position: Position,
+    pub position: Pos,
 }
 
 /// A file's text and its name as the user gave it (the name every
@@ -65,16 +55,11 @@ impl SourceFile {
         Some(line.strip_suffix('\r').unwrap_or(line))
     }
 
-    /// A report location for `position` in this file.
-    pub fn location(&self, position: Position) -> Location {
+    /// `pos` in this file.
+    pub fn location(&self, pos: Pos) -> Location {
         Location {
             file: self.name.clone(),
-            line: position.line,
-            column: position.column,
-            end_column: position
-                .length
-                .filter(|&len| len > 0)
-                .map(|len| position.column.saturating_add(len)),
+            pos,
         }
     }
 }
@@ -128,10 +113,10 @@ pub struct HostPathVolume {
 pub enum PathOrigin {
     /// `path: *alias`: the position is the alias; the string is written at
     /// this anchor.
-    Anchor(Position),
+    Anchor(Pos),
     /// The mapping holding `path:` is merged (`<<:`) or aliased into the
     /// volume here; the position is the `path:` value inside it.
-    Merged(Position),
+    Merged(Pos),
 }
 
 /// Which list of the pod spec a container comes from.
@@ -190,7 +175,7 @@ pub struct SkippedObject {
     /// `kind` when the object has one.
     pub kind: Option<Sourced<String>>,
     /// Where the object starts.
-    pub position: Position,
+    pub position: Pos,
 }
 
 /// Why a document could not be checked.
@@ -214,7 +199,7 @@ pub enum Invalidity {
 pub struct InvalidDocument {
     pub source: Arc<SourceFile>,
     /// Where the parser stopped.
-    pub position: Position,
+    pub position: Pos,
     /// The parser's message, without position, control characters escaped.
     pub message: String,
     pub invalidity: Invalidity,
@@ -222,8 +207,8 @@ pub struct InvalidDocument {
 
 impl InvalidDocument {
     pub fn location(&self) -> Location {
-        self.source.location(Position {
-            length: None,
+        self.source.location(Pos {
+            width: 0,
             ..self.position
         })
     }

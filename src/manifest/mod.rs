@@ -7,7 +7,9 @@
 //! stops this phase, as the document cannot be read further) and the rules of
 //! `docs/manifest.md` (all reported together).
 
+pub mod codes;
 mod raw;
+pub mod rules;
 pub mod schema;
 mod validate;
 
@@ -58,7 +60,11 @@ pub fn parse(source: Source, base: &BaseFacts) -> Result<Parsed, Report> {
             source.text.len()
         );
         return Err(Report {
-            diagnostics: vec![Diagnostic::error("too-large", Pos::default(), message)],
+            diagnostics: vec![Diagnostic::error(
+                &codes::TOO_LARGE,
+                Pos::default(),
+                message,
+            )],
             source,
         });
     }
@@ -140,7 +146,7 @@ fn yaml_diagnostic(error: &serde_saphyr::Error) -> Diagnostic {
     } else {
         None
     };
-    let diagnostic = Diagnostic::error("yaml", pos, message);
+    let diagnostic = Diagnostic::error(&codes::YAML, pos, message);
     match help {
         Some(help) => diagnostic.with_help(help),
         None => diagnostic,

@@ -6,10 +6,11 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde_saphyr::Spanned;
 
+use super::codes;
 use super::raw::{RawDomain, RawLayout, RawNode, RawPath};
 use super::schema::{self, API_VERSION, KIND};
 use super::BaseFacts;
-use crate::diag::{Diagnostic, Pos};
+use crate::diag::{Code, Diagnostic, Pos};
 use crate::model::{
     is_within, Access, Domain, Layout, Lifecycle, Mount, Node, Owner, PathRule, Propagation,
     RuntimeUnit,
@@ -36,7 +37,7 @@ struct Checker<'a> {
 impl Checker<'_> {
     fn error(
         &mut self,
-        code: &'static str,
+        code: &'static Code,
         pos: Pos,
         message: impl Into<String>,
     ) -> &mut Diagnostic {
@@ -44,7 +45,7 @@ impl Checker<'_> {
         self.diagnostics.last_mut().expect("just pushed")
     }
 
-    fn warning(&mut self, code: &'static str, pos: Pos, message: impl Into<String>) {
+    fn warning(&mut self, code: &'static Code, pos: Pos, message: impl Into<String>) {
         self.diagnostics
             .push(Diagnostic::warning(code, pos, message));
     }
@@ -83,7 +84,7 @@ fn check_layout(raw: &RawLayout, checker: &mut Checker<'_>) -> Layout {
     if raw.api_version.value != API_VERSION {
         checker
             .error(
-                "api-version",
+                &codes::API_VERSION,
                 pos(&raw.api_version),
                 format!("unsupported apiVersion `{}`", raw.api_version.value),
             )
@@ -92,7 +93,7 @@ fn check_layout(raw: &RawLayout, checker: &mut Checker<'_>) -> Layout {
     if raw.kind.value != KIND {
         checker
             .error(
-                "kind",
+                &codes::KIND,
                 pos(&raw.kind),
                 format!("unsupported kind `{}`", raw.kind.value),
             )
@@ -101,7 +102,7 @@ fn check_layout(raw: &RawLayout, checker: &mut Checker<'_>) -> Layout {
     let name = &raw.metadata.name;
     if !is_dns_label(&name.value) {
         checker
-            .error("metadata-name", pos(name), format!("invalid layout name `{}`", name.value))
+            .error(&codes::METADATA_NAME, pos(name), format!("invalid layout name `{}`", name.value))
             .help("use lowercase letters, digits and `-`, starting with a letter (it becomes the CIL module name with `-` → `_`)");
     }
 
@@ -122,7 +123,7 @@ fn check_layout(raw: &RawLayout, checker: &mut Checker<'_>) -> Layout {
         if let Some(first) = seen_paths.get(&rule.path) {
             checker
                 .error(
-                    "path-duplicate",
+                    &codes::PATH_DUPLICATE,
                     rule.pos,
                     format!("path `{}` is declared twice", rule.path),
                 )
@@ -173,12 +174,12 @@ fn check_node(raw: Option<&RawNode>, checker: &mut Checker<'_>) -> Node {
         let unit = &raw_unit.unit;
         if !is_unit_name(&unit.value) {
             checker
-                .error("node-unit", pos(unit), format!("invalid unit name `{}`", unit.value))
+                .error(&codes::NODE_UNIT, pos(unit), format!("invalid unit name `{}`", unit.value))
                 .help("a service unit: letters, digits, `:_.-` and at most one `@instance`, ending in `.service`, at most 255 characters");
         } else if Node::GENERATED_SERVICES.contains(&unit.value.as_str()) {
             checker
                 .error(
-                    "node-unit",
+                    &codes::NODE_UNIT,
                     pos(unit),
                     format!("`{}` is a unit semanifest generates itself", unit.value),
                 )
@@ -186,7 +187,7 @@ fn check_node(raw: Option<&RawNode>, checker: &mut Checker<'_>) -> Node {
         } else if let Some(first) = seen.get(unit.value.as_str()) {
             checker
                 .error(
-                    "node-unit-duplicate",
+                    &codes::NODE_UNIT_DUPLICATE,
                     pos(unit),
                     format!("unit `{}` is listed twice", unit.value),
                 )
@@ -196,13 +197,13 @@ fn check_node(raw: Option<&RawNode>, checker: &mut Checker<'_>) -> Node {
         if let Some(exec) = &raw_unit.exec {
             if !is_exec(&exec.value) {
                 checker
-                    .error("node-exec", pos(exec), format!("invalid command `{}`", exec.value.escape_debug()))
+                    .error(&codes::NODE_EXEC, pos(exec), format!("invalid command `{}`", exec.value.escape_debug()))
                     .help("an ExecStart= line on one line of printable ASCII: an absolute path, then the arguments");
             }
         } else if kubens {
             checker
                 .error(
-                    "kubens-exec",
+                    &codes::KUBENS_EXEC,
                     pos(unit),
                     format!("`{}` has no `exec`, which kubens needs", unit.value),
                 )
@@ -216,7 +217,7 @@ fn check_node(raw: Option<&RawNode>, checker: &mut Checker<'_>) -> Node {
     if kubens && runtime.is_empty() {
         if let Some(flag) = &raw.kubens {
             checker
-                .error("kubens-exec", pos_of(flag, 4), "kubens is on, but no runtime unit is listed to start in it")
+                .error(&codes::KUBENS_EXEC, pos_of(flag, 4), "kubens is on, but no runtime unit is listed to start in it")
                 .help("list the runtime units under `runtime`, or leave `runtime` out for containerd, crio and kubelet");
         }
     }
@@ -274,7 +275,7 @@ fn check_domains(
         if !is_identifier(&key.value) {
             checker
                 .error(
-                    "domain-key",
+                    &codes::DOMAIN_KEY,
                     pos(key),
                     format!("invalid domain key `{}`", key.value),
                 )
@@ -285,7 +286,7 @@ fn check_domains(
         if let Some(first) = by_type.get(&type_name.value) {
             checker
                 .error(
-                    "domain-type-duplicate",
+                    &codes::DOMAIN_TYPE_DUPLICATE,
                     pos(type_name),
                     format!("type `{}` already names another domain", type_name.value),
                 )
@@ -305,7 +306,7 @@ fn check_domains(
                 .unwrap_or(pos(key));
             checker
                 .error(
-                    "workload-trusted",
+                    &codes::WORKLOAD_TRUSTED,
                     at,
                     format!("workload domain `{}` cannot be trusted", key.value),
                 )
@@ -314,7 +315,7 @@ fn check_domains(
         for target in &raw.transitions {
             if !keys.contains(target.value.as_str()) {
                 checker.error(
-                    "unknown-domain",
+                    &codes::UNKNOWN_DOMAIN,
                     pos(target),
                     format!("transition to unknown domain `{}`", target.value),
                 );
@@ -361,7 +362,7 @@ fn check_path(
     let declared_base = flag(&raw.base_type);
     let in_base = checker.base.types.contains(&type_name.value);
     if in_base && !declared_base && !checker.base.adopt_existing {
-        checker.error("base-type", pos(type_name), format!("`{}` is a type of the base policy", type_name.value)).help(
+        checker.error(&codes::BASE_TYPE, pos(type_name), format!("`{}` is a type of the base policy", type_name.value)).help(
             "pick a new type for this path, or add `baseType: true` to label it with the base policy's type on purpose",
         );
     } else if declared_base && !in_base {
@@ -371,7 +372,7 @@ fn check_path(
             .map(|b| pos_of(b, 4))
             .unwrap_or(path_pos);
         checker.error(
-            "base-type",
+            &codes::BASE_TYPE,
             at,
             format!(
                 "`baseType: true`, but the base policy has no type `{}`",
@@ -382,7 +383,7 @@ fn check_path(
     if domain_types.contains(type_name.value.as_str()) {
         checker
             .error(
-                "type-is-domain",
+                &codes::TYPE_IS_DOMAIN,
                 pos(type_name),
                 format!(
                     "`{}` is a domain's type and cannot label files",
@@ -396,7 +397,11 @@ fn check_path(
         let parsed = parse_mode(&mode.value);
         if parsed.is_none() {
             checker
-                .error("mode", pos(mode), format!("invalid mode `{}`", mode.value))
+                .error(
+                    &codes::MODE,
+                    pos(mode),
+                    format!("invalid mode `{}`", mode.value),
+                )
                 .help("write the octal mode as a quoted string, e.g. mode: \"0750\"");
         }
         parsed
@@ -406,7 +411,7 @@ fn check_path(
         if parsed.is_none() {
             checker
                 .error(
-                    "owner",
+                    &codes::OWNER,
                     pos(owner),
                     format!("invalid owner `{}`", owner.value),
                 )
@@ -422,7 +427,7 @@ fn check_path(
                 let known: Vec<&str> = domains.iter().map(|d| d.key.as_str()).collect();
                 checker
                     .error(
-                        "unknown-domain",
+                        &codes::UNKNOWN_DOMAIN,
                         pos(key),
                         format!("access for unknown domain `{}`", key.value),
                     )
@@ -445,7 +450,7 @@ fn check_path(
             None => {
                 checker
                     .error(
-                        "lifecycle",
+                        &codes::LIFECYCLE,
                         pos(value),
                         format!("unknown lifecycle `{}`", value.value),
                     )
@@ -466,7 +471,7 @@ fn check_path(
                 None => {
                     checker
                         .error(
-                            "propagation",
+                            &codes::PROPAGATION,
                             pos(value),
                             format!("unknown propagation `{}`", value.value),
                         )
@@ -478,7 +483,7 @@ fn check_path(
             if !is_tmpfs_size(&size.value) {
                 checker
                     .error(
-                        "tmpfs-size",
+                        &codes::TMPFS_SIZE,
                         pos(size),
                         format!("invalid tmpfs size `{}`", size.value),
                     )
@@ -486,7 +491,7 @@ fn check_path(
             } else if !mount.tmpfs {
                 checker
                     .error(
-                        "tmpfs-size",
+                        &codes::TMPFS_SIZE,
                         pos(size),
                         format!(
                             "`size` is a tmpfs's size, but `{}` is not a tmpfs",
@@ -505,7 +510,7 @@ fn check_path(
                 .map(|t| pos_of(t, 4))
                 .unwrap_or(path_pos);
             checker.warning(
-                "tmpfs-persistent",
+                &codes::TMPFS_PERSISTENT,
                 at,
                 format!(
                     "`{}` is a tmpfs, so its content is lost at every boot; declare `lifecycle: ephemeral`",
@@ -542,20 +547,24 @@ fn check_path(
 fn check_path_text(path: &str, at: Pos, checker: &mut Checker<'_>) -> bool {
     if !path.starts_with('/') {
         checker
-            .error("path-relative", at, format!("path `{path}` is relative"))
+            .error(
+                &codes::PATH_RELATIVE,
+                at,
+                format!("path `{path}` is relative"),
+            )
             .help("layout paths are absolute, e.g. `/var/lib/etcd`");
         return false;
     }
     if path == "/" {
         checker
-            .error("path-root", at, "the layout cannot label `/` itself")
+            .error(&codes::PATH_ROOT, at, "the layout cannot label `/` itself")
             .help("a layout describes subtrees such as `/var`");
         return false;
     }
     if let Some(bad) = path.chars().find(|c| !c.is_ascii() || c.is_ascii_control()) {
         checker
             .error(
-                "path-character",
+                &codes::PATH_CHARACTER,
                 at,
                 format!(
                     "path `{}` contains {}",
@@ -569,7 +578,7 @@ fn check_path_text(path: &str, at: Pos, checker: &mut Checker<'_>) -> bool {
     if let Some(bad) = path.chars().find(|c| c.is_whitespace() || *c == '"') {
         checker
             .error(
-                "path-character",
+                &codes::PATH_CHARACTER,
                 at,
                 format!("path `{path}` contains {}", describe_char(bad)),
             )
@@ -582,7 +591,7 @@ fn check_path_text(path: &str, at: Pos, checker: &mut Checker<'_>) -> bool {
     if normalised.as_deref() != Some(path) {
         checker
             .error(
-                "path-not-normalised",
+                &codes::PATH_NOT_NORMALISED,
                 at,
                 format!("path `{path}` is not normalised"),
             )
@@ -641,7 +650,7 @@ fn check_type_name(name: &Spanned<String>, checker: &mut Checker<'_>) {
     if !is_type_name(text) {
         checker
             .error(
-                "type-name",
+                &codes::TYPE_NAME,
                 pos(name),
                 format!("invalid type name `{text}`"),
             )
@@ -654,7 +663,7 @@ fn parse_levels(levels: &Spanned<super::raw::Levels>, checker: &mut Checker<'_>)
     let at = Pos::of(&levels.referenced, 0);
     if levels.value.0.is_empty() {
         checker
-            .error("access-level", at, "empty access list")
+            .error(&codes::ACCESS_LEVEL, at, "empty access list")
             .help("use search, read, append, write or exec");
         return None;
     }
@@ -666,7 +675,7 @@ fn parse_levels(levels: &Spanned<super::raw::Levels>, checker: &mut Checker<'_>)
                 let other = level.as_str();
                 checker
                     .error(
-                        "access-level",
+                        &codes::ACCESS_LEVEL,
                         Pos { width: other.len() as u32, ..at },
                         format!("unknown access level `{other}`"),
                     )
@@ -732,7 +741,7 @@ fn check_shared_types(paths: &[PathRule], checker: &mut Checker<'_>) {
         if !differs.is_empty() {
             checker
                 .error(
-                    "type-shared",
+                    &codes::TYPE_SHARED,
                     rule.pos,
                     format!(
                         "`{}` shares type `{}` with `{}` but their {} differ",
@@ -755,7 +764,7 @@ fn check_protection(paths: &[PathRule], domains: &[Domain], checker: &mut Checke
             if domain.workload {
                 checker
                     .error(
-                        "protected-workload",
+                        &codes::PROTECTED_WORKLOAD,
                         at,
                         format!("protected path `{}` grants access to workload domain `{}`", rule.path, domain.key),
                     )
@@ -765,7 +774,7 @@ fn check_protection(paths: &[PathRule], domains: &[Domain], checker: &mut Checke
         if rule.host_path {
             checker
                 .error(
-                    "protected-hostpath",
+                    &codes::PROTECTED_HOSTPATH,
                     at,
                     format!("protected path `{}` cannot be a hostPath root", rule.path),
                 )
@@ -774,7 +783,7 @@ fn check_protection(paths: &[PathRule], domains: &[Domain], checker: &mut Checke
         if rule.removable {
             checker
                 .error(
-                    "protected-removable",
+                    &codes::PROTECTED_REMOVABLE,
                     at,
                     format!("protected path `{}` cannot be removable", rule.path),
                 )
@@ -784,7 +793,7 @@ fn check_protection(paths: &[PathRule], domains: &[Domain], checker: &mut Checke
             if is_within(&rule.path, &root.path) {
                 checker
                     .error(
-                        "protected-under-hostpath",
+                        &codes::PROTECTED_UNDER_HOSTPATH,
                         at,
                         format!(
                             "protected path `{}` is below hostPath root `{}`",
@@ -827,7 +836,7 @@ fn check_transitions(paths: &[PathRule], domains: &[Domain], checker: &mut Check
                     let names: Vec<&str> = chain.iter().map(|&i| domains[i].key.as_str()).collect();
                     checker
                         .error(
-                            "workload-transition",
+                            &codes::WORKLOAD_TRANSITION,
                             domain.pos,
                             format!(
                                 "workload domain `{}` can reach `{}`, which {why}, through transitions {}",
@@ -851,7 +860,7 @@ fn check_unused_domains(paths: &[PathRule], domains: &[Domain], checker: &mut Ch
             || domains.iter().any(|d| d.transitions.contains(&index));
         if !used {
             checker.warning(
-                "domain-unused",
+                &codes::DOMAIN_UNUSED,
                 domain.pos,
                 format!("domain `{}` is not granted any path", domain.key),
             );
