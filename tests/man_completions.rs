@@ -12,7 +12,7 @@ use std::process::Command;
 use common::{run, semanifest, stderr, stdout, tool};
 
 /// Every command of the binary, as its page name.
-const PAGES: [&str; 14] = [
+const PAGES: [&str; 15] = [
     "semanifest",
     "semanifest-apply",
     "semanifest-build",
@@ -26,6 +26,7 @@ const PAGES: [&str; 14] = [
     "semanifest-lookup",
     "semanifest-man",
     "semanifest-relabel",
+    "semanifest-rm",
     "semanifest-units",
 ];
 

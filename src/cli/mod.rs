@@ -16,6 +16,7 @@ mod layout;
 mod lookup;
 mod man;
 mod relabel;
+mod rm;
 mod units;
 
 use std::path::Path;
@@ -74,6 +75,7 @@ enum Command {
     Lookup(lookup::Args),
     Man(man::Args),
     Relabel(relabel::Args),
+    Rm(rm::Args),
     Units(units::Args),
 }
 
@@ -90,6 +92,7 @@ pub fn run() -> ExitCode {
         Command::Man(args) => man::run(args),
         Command::Lookup(args) => lookup::run(args),
         Command::Relabel(args) => relabel::run(args),
+        Command::Rm(args) => rm::run(args),
         Command::Units(args) => units::run(args),
     };
     exit(result)

@@ -26,6 +26,7 @@
 pub mod apply;
 mod delete;
 pub mod owners;
+pub mod remove;
 mod trash;
 
 use std::ffi::CString;
@@ -34,6 +35,7 @@ use serde::Serialize;
 
 pub use apply::{apply, apply_keeping, ApplyMode, ApplyReport, KeptSymlink};
 pub use owners::{Accounts, Ids};
+pub use remove::{remove, RemoveOptions, RemoveReport, Removed};
 
 use crate::fsroot::{EscapedPath, Handle, Root};
 

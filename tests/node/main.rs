@@ -6,3 +6,4 @@
 mod apply;
 mod arena;
 mod check_labels;
+mod remove;

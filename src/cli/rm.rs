@@ -1,0 +1,144 @@
+//! `semanifest rm`: argument handling and reporting around
+//! [`semanifest::node::remove`].
+
+use std::num::NonZeroUsize;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use clap::Args as ClapArgs;
+use semanifest::fsroot::Root;
+use semanifest::node::{self, RemoveOptions, RemoveReport};
+
+use super::{EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK};
+
+const AFTER_HELP: &str = "\
+Exit codes: 0 everything named was removed; 1 some objects could not be
+removed (each is reported; a PATH that does not exist is one); 2 refused or
+bad input: a PATH outside a removable root, the root itself, `..`, a
+symlink on the way, a mount point, a protected label, a directory without
+-r (then nothing at all was removed), or objects inside a tree kept for
+their label or a mount (the rest of the tree was removed).
+
+Examples:
+  semanifest rm -r /var/mnt/scratch            on the node, the default layout
+  semanifest rm --root /sysroot /var/mnt/x/file
+  semanifest rm -r --dry-run --json /var/mnt/a /var/mnt/b";
+
+/// Remove files and trees strictly below a removable root of the layout.
+///
+/// Each PATH is a layout path (`/var/mnt/x`) taken below DIR; a PATH that
+/// already starts with DIR has it stripped first, as `relabel --root`
+/// does. Only objects strictly below a `removable: true` root (`/var/mnt`
+/// in the default layout) are removed, never the root itself. Every level
+/// is resolved from the removable root with `openat2` and
+/// RESOLVE_BENEATH, RESOLVE_NO_SYMLINKS, RESOLVE_NO_MAGICLINKS and
+/// RESOLVE_NO_XDEV: a symlink on the way, a mount point, `..`, and an
+/// object labelled with a protected type (a hard link to an etcd file) are
+/// refused, also when another process swaps directories for symlinks
+/// while the removal runs. A PATH that is a symlink is unlinked, never
+/// followed. Every PATH is checked before anything is removed; if one is
+/// refused, nothing is removed. Trees are deleted in parallel.
+#[derive(ClapArgs, Debug)]
+#[command(after_help = AFTER_HELP)]
+pub struct Args {
+    /// The layout manifest; without it, the embedded default layout.
+    #[arg(long, value_name = "FILE")]
+    layout: Option<PathBuf>,
+    /// The node's root (an image, or / on the node): `/var/mnt/x` is
+    /// DIR/var/mnt/x.
+    #[arg(long, value_name = "DIR", default_value = "/")]
+    root: PathBuf,
+    /// Remove directories and everything below them.
+    #[arg(long, short = 'r', visible_short_alias = 'R')]
+    recursive: bool,
+    /// Check and count everything; remove nothing.
+    #[arg(long, short = 'n')]
+    dry_run: bool,
+    /// Print the summary as JSON on stdout (fields in docs/rm-json.md).
+    #[arg(long)]
+    json: bool,
+    /// Worker threads for trees [default: number of CPUs].
+    #[arg(long, short = 'j', value_name = "N")]
+    jobs: Option<NonZeroUsize>,
+    /// What to remove.
+    #[arg(required = true, value_name = "PATH")]
+    paths: Vec<PathBuf>,
+}
+
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    let parsed = super::load_layout(args.layout.as_deref())?;
+    let root = Root::open(&args.root)?;
+    let operands: Vec<&Path> = args.paths.iter().map(PathBuf::as_path).collect();
+    let options = RemoveOptions {
+        recursive: args.recursive,
+        dry_run: args.dry_run,
+        jobs: args.jobs,
+    };
+    let report = node::remove(&parsed.layout, &root, &operands, options)?;
+    for refusal in &report.refused {
+        eprintln!("semanifest: refused: {refusal}");
+    }
+    for error in &report.errors {
+        eprintln!("semanifest: error: {error}");
+    }
+    if args.json {
+        let json = serde_json::to_string_pretty(&report).context("rendering the report")?;
+        super::print_stdout(format!("{json}\n").as_bytes())?;
+    } else {
+        let verb = if report.dry_run {
+            "would remove"
+        } else {
+            "removed"
+        };
+        let mut text = String::new();
+        for done in &report.operands {
+            let how = if done.complete {
+                verb
+            } else {
+                "partly removed"
+            };
+            text.push_str(&format!(
+                "{how} {} ({}, {} objects, {} bytes)\n",
+                done.path, done.kind, done.objects, done.bytes
+            ));
+        }
+        super::print_stdout(text.as_bytes())?;
+    }
+    eprintln!("{}", summary(&report));
+    Ok(if report.refusals() {
+        EXIT_BAD_INPUT
+    } else if report.failures() {
+        EXIT_FINDINGS
+    } else {
+        EXIT_OK
+    })
+}
+
+fn summary(report: &RemoveReport) -> String {
+    let mut line = format!(
+        "rm: {} objects {}, {} bytes {}",
+        report.objects,
+        if report.dry_run {
+            "would be removed"
+        } else {
+            "removed"
+        },
+        report.bytes,
+        if report.dry_run {
+            "would be freed"
+        } else {
+            "freed"
+        },
+    );
+    if report.refused_total > 0 {
+        line.push_str(&format!(", {} refused", report.refused_total));
+        if report.objects == 0 && report.operands.is_empty() {
+            line.push_str(" (nothing was removed)");
+        }
+    }
+    if report.errors_total > 0 {
+        line.push_str(&format!(", {} could not be removed", report.errors_total));
+    }
+    line.push_str(&format!(" in {:.2} s", report.seconds));
+    line
+}
