@@ -15,6 +15,7 @@ mod diff;
 mod layout;
 mod lookup;
 mod man;
+mod prune;
 mod relabel;
 mod rm;
 mod units;
@@ -74,6 +75,7 @@ enum Command {
     Layout(layout::Command),
     Lookup(lookup::Args),
     Man(man::Args),
+    Prune(prune::Args),
     Relabel(relabel::Args),
     Rm(rm::Args),
     Units(units::Args),
@@ -91,6 +93,7 @@ pub fn run() -> ExitCode {
         Command::Layout(command) => layout::run(command),
         Command::Man(args) => man::run(args),
         Command::Lookup(args) => lookup::run(args),
+        Command::Prune(args) => prune::run(args),
         Command::Relabel(args) => relabel::run(args),
         Command::Rm(args) => rm::run(args),
         Command::Units(args) => units::run(args),

@@ -26,6 +26,7 @@
 pub mod apply;
 mod delete;
 pub mod owners;
+pub mod prune;
 pub mod remove;
 mod trash;
 
@@ -35,6 +36,7 @@ use serde::Serialize;
 
 pub use apply::{apply, apply_keeping, ApplyMode, ApplyReport, KeptSymlink};
 pub use owners::{Accounts, Ids};
+pub use prune::{prune, PruneOptions, PruneReport, Selection};
 pub use remove::{remove, RemoveOptions, RemoveReport, Removed};
 
 use crate::fsroot::{EscapedPath, Handle, Root};

@@ -50,6 +50,23 @@ pub(crate) fn find(dir: BorrowedFd<'_>) -> Result<Found> {
     }
 }
 
+/// Makes the trash in `dir` (mode 0700) and marks it; its listing fd.
+/// The mark is set through the new directory's own fd; if it cannot be
+/// set, the directory goes again. A crash in between leaves an empty
+/// unmarked directory, which [`find`] calls foreign and a prune removes
+/// only because it is empty.
+pub(crate) fn create(dir: BorrowedFd<'_>) -> Result<OwnedFd> {
+    let made = fsroot::make_dir(dir, NAME, 0o700)?;
+    let marked = fsroot::reopen_dir(made.fd()).and_then(|listing| {
+        rustix::fs::fsetxattr(&listing, MARK, MARK_VALUE, rustix::fs::XattrFlags::CREATE)
+            .map(|()| listing)
+    });
+    if marked.is_err() {
+        let _ = fsroot::remove_dir(dir, NAME);
+    }
+    marked
+}
+
 /// Removes the (emptied) trash from `dir`.
 pub(crate) fn remove(dir: impl AsFd) -> Result<()> {
     fsroot::remove_dir(dir, NAME)

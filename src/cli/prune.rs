@@ -1,0 +1,132 @@
+//! `semanifest prune`: argument handling and reporting around
+//! [`semanifest::node::prune`].
+
+use std::num::NonZeroUsize;
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use clap::Args as ClapArgs;
+use semanifest::fsroot::Root;
+use semanifest::model::Lifecycle;
+use semanifest::node::{self, PruneOptions, Selection};
+
+use super::{EXIT_FINDINGS, EXIT_OK};
+
+const AFTER_HELP: &str = "\
+Lifecycles (the layout's `lifecycle:`): persistent paths are never pruned
+unless named as a PATH; cache paths (containerd state, overlays) are pruned
+with --lifecycle cache, for example on upgrade or when corrupt; ephemeral
+paths are empty at every boot (--lifecycle ephemeral).
+
+Below a pruned path, a declared path with the same lifecycle that is not
+protected is emptied too (and kept); any other declared path is kept whole.
+
+Exit codes: 0 everything selected was emptied (or, with --dry-run, could
+be counted); 1 some objects could not be removed (each is reported: a
+mount point below, a symlink or file where the layout's paths lead, a
+foreign .semanifest-trash, permissions, a read-only filesystem); 2 usage
+errors or bad input (layout, a PATH that is not a declared path, a root
+that cannot be opened).
+
+Examples:
+  semanifest prune --lifecycle cache           on upgrade: containerd state, overlays
+  semanifest prune /var/lib/containerd         a corrupt containerd; etcd untouched
+  semanifest prune --lifecycle ephemeral --root /sysroot --json";
+
+/// Empty declared directories by lifecycle or by name.
+///
+/// Empties the selected declared paths under DIR and keeps each directory
+/// itself with its mode, owner and label. Never follows a symlink, never
+/// crosses a mount (a mount below is an error that names it, and nothing
+/// under it is touched), never enters another declared path with a
+/// different lifecycle, nor a protected one that was not selected. Each
+/// entry first moves into a hidden trash directory inside the pruned path
+/// (`.semanifest-trash`, on the same filesystem) and is deleted only then,
+/// so an interrupted prune loses nothing outside the trash; the next
+/// `prune` or `apply` empties it.
+#[derive(ClapArgs, Debug)]
+#[command(after_help = AFTER_HELP)]
+pub struct Args {
+    /// The layout manifest; without it, the embedded default layout.
+    #[arg(long, value_name = "FILE")]
+    layout: Option<PathBuf>,
+    /// The node's root (an image, or / on the node): `/var/lib/etcd` is
+    /// DIR/var/lib/etcd.
+    #[arg(long, value_name = "DIR", default_value = "/")]
+    root: PathBuf,
+    /// Empty every declared path with this lifecycle: `ephemeral` or
+    /// `cache` (repeatable). Persistent paths are pruned only when named.
+    #[arg(
+        long,
+        value_name = "LIFECYCLE",
+        value_parser = parse_lifecycle,
+        required_unless_present = "paths",
+        conflicts_with = "paths"
+    )]
+    lifecycle: Vec<Lifecycle>,
+    /// Declared paths to empty, as the layout writes them
+    /// (`/var/lib/containerd`), whatever their lifecycle.
+    #[arg(value_name = "PATH")]
+    paths: Vec<String>,
+    /// Change nothing; report what would be removed.
+    #[arg(long, short = 'n')]
+    dry_run: bool,
+    /// Print the report as JSON on stdout.
+    #[arg(long)]
+    json: bool,
+    /// Deletion threads (default: the number of CPUs).
+    #[arg(long, short = 'j', value_name = "N")]
+    jobs: Option<NonZeroUsize>,
+}
+
+fn parse_lifecycle(value: &str) -> Result<Lifecycle, String> {
+    match value {
+        "cache" => Ok(Lifecycle::Cache),
+        "ephemeral" => Ok(Lifecycle::Ephemeral),
+        "persistent" => Err(
+            "persistent paths are never pruned by lifecycle; name them as PATH operands".to_owned(),
+        ),
+        other => Err(format!(
+            "unknown lifecycle `{other}` (expected `cache` or `ephemeral`)"
+        )),
+    }
+}
+
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    let parsed = super::load_layout(args.layout.as_deref())?;
+    let selection = if args.paths.is_empty() {
+        Selection::Lifecycles(args.lifecycle.clone())
+    } else {
+        Selection::Paths(args.paths.clone())
+    };
+    let root = Root::open(&args.root)?;
+    let options = PruneOptions {
+        dry_run: args.dry_run,
+        jobs: args.jobs,
+    };
+    let report = node::prune(&parsed.layout, &root, &selection, &options)?;
+    for error in &report.errors {
+        eprintln!("semanifest: error: {error}");
+    }
+    if args.json {
+        let json = serde_json::to_string_pretty(&report).context("rendering the report")?;
+        super::print_stdout(format!("{json}\n").as_bytes())?;
+    } else {
+        super::print_stdout(report.lines().as_bytes())?;
+    }
+    if let Selection::Lifecycles(lifecycles) = &selection {
+        if report.targets.is_empty() {
+            let names: Vec<&str> = lifecycles.iter().map(Lifecycle::as_str).collect();
+            eprintln!(
+                "semanifest: note: no declared path has lifecycle {}",
+                names.join(" or ")
+            );
+        }
+    }
+    eprintln!("{}", report.summary());
+    Ok(if report.errors.is_empty() {
+        EXIT_OK
+    } else {
+        EXIT_FINDINGS
+    })
+}
