@@ -25,6 +25,7 @@ const PAGES: [&str; 15] = [
     "semanifest-layout-validate",
     "semanifest-lookup",
     "semanifest-man",
+    "semanifest-prune",
     "semanifest-relabel",
     "semanifest-rm",
     "semanifest-units",

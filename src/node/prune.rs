@@ -694,9 +694,8 @@ impl TargetRun<'_, '_> {
             match made {
                 Ok(fd) => self.trash = Some(fd),
                 Err(errno) => {
-                    if errno == Errno::ROFS {
-                        self.stop = true;
-                    }
+                    // Nothing can move without a trash.
+                    self.stop = true;
                     let target = self.root.display(self.target.rule.path.as_bytes());
                     self.fail(PathError::errno(&trash_path(&target), "create", errno));
                     return None;
