@@ -301,6 +301,9 @@ pub fn prune(
             trash: None,
             stop: false,
         };
+        if !target.mounts.is_empty() {
+            run.report.complete = false;
+        }
         if run.run().is_err() {
             failed.push(key);
         }
@@ -523,16 +526,19 @@ impl TargetRun<'_, '_> {
                     count_bytes: true,
                     guard: None,
                 };
-                let dup = match listing.try_clone() {
-                    Ok(dup) => dup,
-                    Err(error) => {
-                        let message = format!("cannot open: {error}");
-                        self.errors.push(PathError::new(&trash_path, message));
+                // Its own open file description: listing it must not move
+                // the offset of the fd entries are later moved through and
+                // that deletes them.
+                let own = match fsroot::reopen_dir(listing.as_fd()) {
+                    Ok(own) => own,
+                    Err(errno) => {
+                        self.errors
+                            .push(PathError::errno(&trash_path, "open", errno));
                         return false;
                     }
                 };
                 let mut outcome =
-                    delete::delete_contents(self.pool, dup, PathChain::new(&trash_path), &options);
+                    delete::delete_contents(self.pool, own, PathChain::new(&trash_path), &options);
                 self.report.leftover_objects += outcome.objects;
                 self.report.leftover_bytes += outcome.bytes;
                 self.count(&outcome);

@@ -6,4 +6,5 @@
 mod apply;
 mod arena;
 mod check_labels;
+mod prune;
 mod remove;
