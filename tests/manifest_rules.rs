@@ -161,6 +161,46 @@ fn shared_type_must_agree() {
     assert!(diagnose(&yaml).iter().all(|d| d.0 != Severity::Error));
 }
 
+/// A type stands for one lifecycle: `prune` empties by lifecycle, and a
+/// type shared by a kept and a pruned path would label both alike.
+#[test]
+fn shared_type_must_agree_on_lifecycle() {
+    let yaml = with_paths(
+        "    - path: /var/a\n      type: shared_t\n      access: { etcd: read }\n      lifecycle: cache\n    - path: /var/b\n      type: shared_t\n      access: { etcd: read }\n",
+    );
+    assert_error(&yaml, "type-shared", "14:13", "their lifecycle differ");
+    // Control: the same lifecycle may share a type.
+    let yaml = yaml.replace(
+        "      access: { etcd: read }\n      lifecycle: cache\n",
+        "      access: { etcd: read }\n",
+    );
+    assert!(diagnose(&yaml).iter().all(|d| d.0 != Severity::Error));
+    // The default layout holds it, and says what the proposal says.
+    let parsed = manifest::default_layout(&policy::base_facts()).expect("default layout");
+    let paths = &parsed.layout.paths;
+    for a in paths {
+        for b in paths.iter().filter(|b| b.type_name == a.type_name) {
+            assert_eq!(a.lifecycle, b.lifecycle, "{} and {}", a.path, b.path);
+        }
+    }
+    let lifecycle = |path: &str| {
+        paths
+            .iter()
+            .find(|rule| rule.path == path)
+            .map(|rule| rule.lifecycle.as_str())
+    };
+    for (path, wanted) in [
+        ("/var/lib/containerd", "cache"),
+        ("/var/system/overlays", "cache"),
+        ("/var/run", "ephemeral"),
+        ("/var/lib/etcd", "persistent"),
+        ("/var/lib/kubelet", "persistent"),
+        ("/var/mnt", "persistent"),
+    ] {
+        assert_eq!(lifecycle(path), Some(wanted), "{path}");
+    }
+}
+
 #[test]
 fn base_policy_type_needs_declaration() {
     let yaml = with_paths("    - path: /var/run\n      type: tmpfs_t\n");

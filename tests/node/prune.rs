@@ -80,7 +80,7 @@ fn fill(dir: &Path, tag: &str) -> u64 {
     symlink("/nonexistent", dir.join("dangling")).expect("symlink");
     rustix::fs::mkfifoat(
         rustix::fs::CWD,
-        &dir.join("fifo"),
+        dir.join("fifo"),
         rustix::fs::Mode::from_raw_mode(0o600),
     )
     .expect("fifo");
