@@ -12,7 +12,7 @@ use std::process::Command;
 use common::{run, semanifest, stderr, stdout, tool};
 
 /// Every command of the binary, as its page name.
-const PAGES: [&str; 15] = [
+const PAGES: [&str; 16] = [
     "semanifest",
     "semanifest-apply",
     "semanifest-build",
