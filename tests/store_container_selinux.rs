@@ -168,7 +168,19 @@ fn leaky_include_fails_at_the_manifest_line() {
     );
     let err = stderr(&output);
     assert_eq!(output.status.code(), Some(2), "{err}");
-    assert!(err.contains("<embedded default layout>:39:18: error[neverallow]: protected path `/var/lib/kubelet/pki`"), "{err}");
+    // The line of `protected: true` of /var/lib/kubelet/pki.
+    let lines: Vec<&str> = semanifest::manifest::DEFAULT_LAYOUT.lines().collect();
+    let pki = lines
+        .iter()
+        .position(|line| line.ends_with("- path: /var/lib/kubelet/pki"))
+        .expect("pki in the default layout");
+    let line = 1
+        + pki
+        + lines[pki..]
+            .iter()
+            .position(|line| line.trim() == "protected: true")
+            .expect("pki is protected");
+    assert!(err.contains(&format!("<embedded default layout>:{line}:18: error[neverallow]: protected path `/var/lib/kubelet/pki`")), "{err}");
     assert!(err.contains("leaky.cil:1"), "{err}");
 }
 
