@@ -845,3 +845,57 @@ fn apply_keeps_what_the_image_holds_as_a_symlink() {
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert!(stderr(&output).contains("--keep-symlink /srv/x: not a path of the layout"));
 }
+
+/// An ephemeral path that is no tmpfs is emptied at every boot: the apply
+/// unit runs `prune` on it first (systemd accepts the unit). Control: the
+/// default layout, whose only ephemeral path is a tmpfs, gets no prune, and
+/// neither does a path the image holds as a symlink.
+#[test]
+fn ephemeral_paths_on_disk_are_pruned_before_apply() {
+    let text = manifest::DEFAULT_LAYOUT.replace(
+        "  paths:\n",
+        "  paths:\n    - path: /var/cache/node\n      type: node_cache_t\n      lifecycle: ephemeral\n\
+         \x20   - path: /var/tmp\n      type: node_tmp_t\n      lifecycle: ephemeral\n",
+    );
+    let source = Source::new("ephemeral", text);
+    let parsed = manifest::parse(source, &policy::base_facts()).unwrap_or_else(|r| panic!("{r}"));
+    let apply_unit = |set: &UnitSet| {
+        set.file(&format!("{UNIT_DIR}/semanifest-apply.service"))
+            .expect("apply unit")
+            .text
+            .clone()
+    };
+    let set = render(&parsed, &Image::unknown());
+    let text = apply_unit(&set);
+    assert!(
+        text.contains(&format!(
+            "ExecStartPre=/usr/bin/semanifest prune --layout {} /var/cache/node /var/tmp\n",
+            units::LAYOUT_FILE
+        )),
+        "{text}"
+    );
+    let verifiable_set = verifiable(&set);
+    let root = verify_root();
+    units::install(&verifiable_set, root.path(), true).unwrap();
+    let (ok, output) = verify(root.path(), &unit_names(&verifiable_set));
+    assert!(ok && output.is_empty(), "{output}");
+
+    // A path the image holds as a symlink is not pruned.
+    let image_root = tempfile::tempdir().unwrap();
+    fs::create_dir_all(image_root.path().join("var/cache")).unwrap();
+    fs::create_dir_all(image_root.path().join("tmp")).unwrap();
+    symlink("/tmp", image_root.path().join("var/tmp")).unwrap();
+    let image = Image::inspect(&Root::open(image_root.path()).unwrap(), &parsed.layout).unwrap();
+    let text = apply_unit(&render(&parsed, &image));
+    assert!(
+        text.contains(&format!(
+            "ExecStartPre=/usr/bin/semanifest prune --layout {} /var/cache/node\n",
+            units::LAYOUT_FILE
+        )),
+        "{text}"
+    );
+    // Control: the default layout's /var/run is a tmpfs.
+    let default = layouts().remove(0).2;
+    let text = apply_unit(&render(&default, &Image::unknown()));
+    assert!(!text.contains("ExecStartPre"), "{text}");
+}

@@ -20,7 +20,7 @@ mod image;
 mod install;
 mod text;
 
-use crate::model::{Layout, Node, Propagation};
+use crate::model::{is_within, Layout, Lifecycle, Node, Propagation};
 
 pub use escape::{check_writable, unit_name, EscapeError, UNIT_NAME_MAX};
 pub use image::{Held, Image, ImageError};
@@ -389,6 +389,29 @@ fn boot_services(
     for held in &image.held {
         apply_command.push_str(&format!(" --keep-symlink {}", held.path));
     }
+    // Ephemeral paths that are no tmpfs are emptied before they are
+    // placed (a path the image holds as a symlink, or below one, is not
+    // the layout's to empty; one below a tmpfs is empty anyway).
+    let tmpfs: Vec<&str> = layout
+        .paths
+        .iter()
+        .filter(|rule| rule.mount.tmpfs)
+        .map(|rule| rule.path.as_str())
+        .collect();
+    let ephemeral: Vec<&str> = layout
+        .paths
+        .iter()
+        .filter(|rule| rule.lifecycle == Lifecycle::Ephemeral)
+        .map(|rule| rule.path.as_str())
+        .filter(|path| !tmpfs.iter().any(|top| is_within(path, top)))
+        .filter(|path| !image.held.iter().any(|held| is_within(path, &held.path)))
+        .collect();
+    let prune_command = (!ephemeral.is_empty()).then(|| {
+        format!(
+            "{SEMANIFEST} prune --layout {LAYOUT_FILE} {}",
+            ephemeral.join(" ")
+        )
+    });
     let services = [
         (
             APPLY_SERVICE,
@@ -398,6 +421,7 @@ fn boot_services(
             ),
             "Makes every directory of the layout exist with its mode, owner and label.",
             vec!["local-fs.target"],
+            prune_command,
             apply_command,
         ),
         (
@@ -409,13 +433,14 @@ fn boot_services(
             ),
             "Writes the type of every object below the layout's directories as file_contexts says.",
             vec!["local-fs.target", APPLY_SERVICE],
+            None,
             format!(
                 "{SEMANIFEST} relabel --type-only --file-contexts {file_contexts} {}",
                 operands.join(" ")
             ),
         ),
     ];
-    for (name, description, purpose, after, exec) in services {
+    for (name, description, purpose, after, pre, exec) in services {
         let mut text = set.unit_text(purpose);
         text.section("Unit")
             .set("Description", &description)
@@ -430,8 +455,11 @@ fn boot_services(
             .set("RefuseManualStop", "yes");
         text.section("Service")
             .set("Type", "oneshot")
-            .set("RemainAfterExit", "yes")
-            .set("ExecStart", &exec);
+            .set("RemainAfterExit", "yes");
+        if let Some(pre) = &pre {
+            text.set("ExecStartPre", pre);
+        }
+        text.set("ExecStart", &exec);
         set.unit(name, text, &sysinit)?;
     }
 
