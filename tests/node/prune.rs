@@ -410,6 +410,34 @@ fn symlinks_into_etcd_are_never_followed_at_any_position() {
             stderr_of(&output)
         );
 
+        // A declared path below a pruned one, emptied with it (same
+        // lifecycle): /var/log/pods when /var/log is named.
+        let pods = arena.path("var/log/pods");
+        fs::remove_dir(&pods).expect("rmdir");
+        symlink("../lib/etcd", &pods).expect("symlink");
+        assert!(
+            fs::read_dir(pods.join("member")).is_ok(),
+            "control: leads into etcd"
+        );
+        fs::write(arena.path("var/log/syslog"), "x").expect("file");
+        let output = arena.on_root("prune", &["/var/log"]);
+        assert_eq!(output.status.code(), Some(1), "{}", stderr_of(&output));
+        assert!(
+            stderr_of(&output).contains(&format!("{} is a symlink", pods.display())),
+            "{}",
+            stderr_of(&output)
+        );
+        assert!(
+            !arena.path("var/log/syslog").exists(),
+            "the rest was pruned"
+        );
+        assert_eq!(
+            fs::read_link(&pods).expect("kept"),
+            Path::new("../lib/etcd")
+        );
+        fs::remove_file(&pods).expect("rm");
+        fs::create_dir(&pods).expect("mkdir");
+
         // An undeclared directory on the way to a kept path (/var/system
         // leads to /var/system/overlays when /var is pruned).
         fs::write(arena.path("var/tmp-file"), "x").expect("file");
@@ -1009,5 +1037,82 @@ fn the_json_report_is_the_documented_one() {
         .map(String::as_str)
         .collect();
     assert_eq!(keys, ["lifecycle", "path", "why"].into());
+    arena.finish();
+}
+
+/// A process swapping a directory of the pruned tree with a symlink into
+/// etcd (`renameat2(RENAME_EXCHANGE)`, as fast as it can) while prune
+/// runs: prune moves whichever is there by name and deletes through
+/// directory fds, so etcd stays byte-identical. Control: the swap really
+/// puts a link into etcd where the directory was.
+#[test]
+fn a_swapper_racing_prune_never_leads_it_into_etcd() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::Arc;
+    let arena = placed(Fs::Tmpfs);
+    let containerd = arena.path("var/lib/containerd");
+    let sentinel = arena.sentinel_digest();
+    // The swapper thread is outside the test thread's mount namespace: it
+    // reaches the tree through an fd.
+    let dir = rustix::fs::open(
+        &containerd,
+        rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::RDONLY,
+        rustix::fs::Mode::empty(),
+    )
+    .expect("open");
+    let stop = Arc::new(AtomicBool::new(false));
+    let swaps = Arc::new(AtomicU64::new(0));
+    let swapper = {
+        let (stop, swaps) = (Arc::clone(&stop), Arc::clone(&swaps));
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                if rustix::fs::renameat_with(
+                    &dir,
+                    "d",
+                    &dir,
+                    "l",
+                    rustix::fs::RenameFlags::EXCHANGE,
+                )
+                .is_ok()
+                {
+                    swaps.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            dir
+        })
+    };
+    let mut partial = 0;
+    for _ in 0..150 {
+        // Made aside and renamed in, so nothing is created through a link.
+        let aside = containerd.join("d.new");
+        fs::create_dir_all(aside.join("sub/deeper")).expect("mkdir");
+        for i in 0..20 {
+            fs::write(aside.join(format!("sub/f{i}")), "x").expect("file");
+        }
+        fs::rename(&aside, containerd.join("d")).expect("mv");
+        symlink("../etcd", containerd.join("l")).expect("symlink");
+        let output = arena.on_root("prune", &["/var/lib/containerd"]);
+        match output.status.code() {
+            Some(0) => {}
+            Some(1) => partial += 1,
+            other => panic!("{other:?}: {}", stderr_of(&output)),
+        }
+        assert_eq!(arena.sentinel_digest(), sentinel, "etcd changed");
+        if !names(&containerd).is_empty() {
+            let output = arena.on_root("prune", &["/var/lib/containerd"]);
+            assert_eq!(output.status.code(), Some(0), "{}", stderr_of(&output));
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let dir = swapper.join().expect("swapper");
+    let swaps = swaps.load(Ordering::Relaxed);
+    eprintln!("150 prunes against {swaps} exchanges; {partial} ended with exit 1");
+    assert!(swaps > 0);
+    // Control: an exchange puts the link into etcd where the directory was.
+    fs::create_dir(containerd.join("d")).expect("mkdir");
+    symlink("../etcd", containerd.join("l")).expect("symlink");
+    rustix::fs::renameat_with(&dir, "d", &dir, "l", rustix::fs::RenameFlags::EXCHANGE)
+        .expect("exchange");
+    assert!(fs::read_dir(containerd.join("d/member/snap")).is_ok());
     arena.finish();
 }
