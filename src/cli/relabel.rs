@@ -13,7 +13,7 @@ use clap::Args as ClapArgs;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use semanifest::fcontext::FileContexts;
 use semanifest::relabel::{
-    self, Change, EscapedPath, HardLinkConflict, LabelScope, MountPolicy, ObjectError, Observer,
+    self, Change, Digests, EscapedPath, HardLinkConflict, LabelScope, MountPolicy, ObjectError, Observer,
     RelabelOptions, Summary, WriteMode,
 };
 use serde::Serialize;
@@ -94,6 +94,22 @@ pub struct Args {
     #[arg(long)]
     cross_mounts: bool,
 
+    /// Skip the subtree of a directory whose stored digest
+    /// (trusted.semanifest.digest) matches the file contexts that decide
+    /// every label below it; the directory's own label is still checked.
+    /// After a directory's whole subtree has been labelled without error,
+    /// exclusion or skipped mount, store its digest (not with --dry-run).
+    /// This trusts that labels below were set by the policy at creation and
+    /// that nothing relabelled them since: drift detection (--check, and
+    /// relabel without this flag) never reads digests.
+    #[arg(long, conflicts_with_all = ["check", "forget_digests"])]
+    skip_unchanged: bool,
+
+    /// Remove the stored digest of every directory walked (relabelling as
+    /// usual), so that the next --skip-unchanged run examines everything.
+    #[arg(long, conflicts_with_all = ["check", "dry_run"])]
+    forget_digests: bool,
+
     /// Files or directories to relabel, recursively. A PATH that is itself
     /// a symlink labels the link.
     #[arg(required = true, value_name = "PATH")]
@@ -126,6 +142,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             .map(|path| absolute(path))
             .collect::<anyhow::Result<_>>()?,
         jobs: args.jobs,
+        digests: if args.skip_unchanged {
+            Digests::Skip
+        } else if args.forget_digests {
+            Digests::Forget
+        } else {
+            Digests::Ignore
+        },
     };
 
     let reporter = Reporter::new(args);
@@ -335,6 +358,7 @@ impl Display for HumanSummary<'_> {
             (s.vanished, "vanished"),
             (s.mounts_skipped, "mount points skipped"),
             (s.excluded, "excluded"),
+            (s.skipped, "unchanged subtrees skipped"),
         ];
         for (count, what) in extras {
             if count != 0 {

@@ -381,6 +381,37 @@ impl<'m> Directory<'m> {
         }
     }
 
+    /// A digest of everything that decides the labels of the objects
+    /// strictly below this directory: its key (as given and substituted)
+    /// and the specs still live there, in priority order — those whose
+    /// automaton state is not dead, every spec of a group run whole, and
+    /// every literal or prefix group that only keys below it can reach.
+    /// `None` for a directory that is not tracked (a substitution alias
+    /// lies below it): it has no digest and is never skipped.
+    pub fn live_specs_digest(&self) -> Option<[u8; 32]> {
+        let tracked = self.tracked.as_ref()?;
+        let mut live = Vec::new();
+        for class in [&tracked.exact, &tracked.regex] {
+            live.extend(class.candidates.iter().map(|candidate| candidate.spec));
+            for whole in &class.whole {
+                live.extend_from_slice(&whole.group.spec_index);
+            }
+        }
+        let below = tracked.short.as_deref().map(|short| {
+            let mut below = short.to_vec();
+            if below != b"/" {
+                below.push(b'/');
+            }
+            below
+        });
+        let key = self.key.to_vec();
+        let substituted = tracked.key.to_vec();
+        Some(
+            self.matcher
+                .live_digest(&[&key, &substituted], &mut live, below.as_deref()),
+        )
+    }
+
     /// The context of the entry `name` (a single path component) looked up
     /// with `kind`: what [`super::FileContexts::lookup`] says for `DIR/name`.
     pub fn lookup(&self, name: &[u8], kind: FileKind) -> Option<&'m str> {

@@ -25,6 +25,7 @@ use regex_automata::meta::Regex;
 use regex_automata::nfa::thompson::WhichCaptures;
 use regex_automata::util::syntax;
 use regex_automata::{Anchored, Input, MatchKind, PatternSet};
+use sha2::{Digest as _, Sha256};
 
 use super::dialect::Translation;
 use super::spec_dfa::SpecDfa;
@@ -128,6 +129,20 @@ pub(crate) struct Matcher {
     pub(super) first_exact: u32,
     pub(super) local_subs: Substitutions,
     pub(super) dist_subs: Substitutions,
+    /// For the digests of live specs, built on first use.
+    digest_tables: OnceLock<DigestTables>,
+}
+
+/// What [`Matcher::live_digest`] needs: a hash of each spec (everything
+/// that decides whether and how it labels a key, but not its index), and
+/// the specs that only a key below some directory can reach.
+#[derive(Debug)]
+struct DigestTables {
+    spec: Box<[[u8; 32]]>,
+    /// Group prefixes (ending in `/`) and literal keys, sorted, with the
+    /// specs each holds: the specs live below directory `D` include those of
+    /// every entry starting with `D/`.
+    keyed: Vec<(Box<[u8]>, Vec<u32>)>,
 }
 
 /// Why an automaton could not be built (size limits: every pattern was
@@ -326,7 +341,93 @@ impl Matcher {
             first_exact: u32::try_from(first_exact).map_err(|_| too_many())?,
             local_subs,
             dist_subs,
+            digest_tables: OnceLock::new(),
         })
+    }
+
+    fn digest_tables(&self) -> &DigestTables {
+        self.digest_tables.get_or_init(|| {
+            let mut stems = vec![&[][..]; self.stems.len()];
+            for (stem, &id) in &self.stems {
+                stems[id as usize] = stem;
+            }
+            let mut spec = vec![[0u8; 32]; self.specs.len()].into_boxed_slice();
+            let mut keyed: Vec<(Box<[u8]>, Vec<u32>)> = Vec::new();
+            let mut hash = |index: u32, kind: &[u8], prefix: &[u8], pattern: &[u8]| {
+                let compiled = &self.specs[index as usize];
+                let mut hasher = Sha256::new();
+                let class: &[u8] = if index >= self.first_exact {
+                    b"exact"
+                } else {
+                    b"regex"
+                };
+                let stem = compiled.stem.map_or(&[][..], |id| stems[id as usize]);
+                let fields = [
+                    class,
+                    kind,
+                    prefix,
+                    pattern,
+                    &compiled.mode.to_le_bytes(),
+                    stem,
+                    compiled.context.as_bytes(),
+                ];
+                for field in fields {
+                    hasher.update((field.len() as u64).to_le_bytes());
+                    hasher.update(field);
+                }
+                spec[index as usize] = hasher.finalize().into();
+            };
+            for (literal, indices) in &self.literals {
+                for &index in indices {
+                    hash(index, b"literal", b"", literal);
+                }
+                keyed.push((literal.clone(), indices.clone()));
+            }
+            for groups in [&self.exact_groups, &self.regex_groups] {
+                let prefixed = groups.by_prefix.iter().map(|(p, g)| (&p[..], g));
+                for (prefix, group) in prefixed.chain(groups.unprefixed.iter().map(|g| (&[][..], g))) {
+                    for (pattern, &index) in group.patterns.iter().zip(&group.spec_index) {
+                        hash(index, b"pattern", prefix, pattern.as_bytes());
+                    }
+                    if !prefix.is_empty() {
+                        keyed.push((prefix.into(), group.spec_index.clone()));
+                    }
+                }
+            }
+            keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            DigestTables { spec, keyed }
+        })
+    }
+
+    /// A digest of the specs `live` (indices, any order, repeats allowed)
+    /// plus those of every literal or prefix group at or below `below`
+    /// (a prefix ending in `/`), in priority order, with `keys` (the
+    /// directory's keys). Spec indices are not hashed, only their order, so
+    /// adding a spec elsewhere changes no digest.
+    pub(super) fn live_digest(&self, keys: &[&[u8]], live: &mut Vec<u32>, below: Option<&[u8]>) -> [u8; 32] {
+        let tables = self.digest_tables();
+        if let Some(below) = below {
+            let start = tables.keyed.partition_point(|(key, _)| &key[..] < below);
+            let reached = tables.keyed[start..]
+                .iter()
+                .take_while(|(key, _)| key.starts_with(below));
+            for (_, indices) in reached {
+                live.extend_from_slice(indices);
+            }
+        }
+        live.sort_unstable();
+        live.dedup();
+        let mut hasher = Sha256::new();
+        hasher.update(b"semanifest live specs 1\0");
+        for key in keys {
+            hasher.update((key.len() as u64).to_le_bytes());
+            hasher.update(key);
+        }
+        hasher.update((live.len() as u64).to_le_bytes());
+        for &index in live.iter() {
+            hasher.update(tables.spec[index as usize]);
+        }
+        hasher.finalize().into()
     }
 
     pub(crate) fn len(&self) -> usize {

@@ -109,6 +109,13 @@ pub trait LabelLookup: Sync {
         name: &[u8],
         kind: FileKind,
     ) -> Option<&'a str>;
+
+    /// A digest of everything that decides the expected labels strictly
+    /// below `directory` (for [`Digests::Skip`]); `None`: unknown, the
+    /// directory is never skipped and gets no digest.
+    fn subtree_digest<'a>(&'a self, _directory: &Self::Directory<'a>) -> Option<[u8; 32]> {
+        None
+    }
 }
 
 impl LabelLookup for crate::fcontext::FileContexts {
@@ -138,6 +145,37 @@ impl LabelLookup for crate::fcontext::FileContexts {
     ) -> Option<&'a str> {
         directory.lookup(name, kind)
     }
+
+    fn subtree_digest<'a>(&'a self, directory: &Self::Directory<'a>) -> Option<[u8; 32]> {
+        directory.live_specs_digest()
+    }
+}
+
+/// The xattr that holds a directory's subtree digest
+/// ([`Digests::Skip`]). A `trusted.*` name: only a process with
+/// `CAP_SYS_ADMIN` can read or write it, so an unprivileged owner of a
+/// directory cannot forge one to hide a wrong label below it.
+pub const DIGEST_XATTR: &str = "trusted.semanifest.digest";
+
+/// Part of every digest: a change to what a digest covers or to the walk
+/// bumps it, so digests written by an older version are never trusted.
+pub const DIGEST_VERSION: u32 = 1;
+
+/// What the walk does with per-directory subtree digests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Digests {
+    /// Neither read nor written: every object is examined.
+    #[default]
+    Ignore,
+    /// A directory whose stored digest matches the digest of its live specs
+    /// (and the label scope) is labelled but not listed: its subtree is
+    /// trusted. A directory whose whole subtree was labelled without error,
+    /// exclusion, skipped mount or hard-link conflict gets the digest
+    /// (unless [`WriteMode::DryRun`], which writes none).
+    Skip,
+    /// Every directory walked loses its digest (and is relabelled as with
+    /// `Ignore`).
+    Forget,
 }
 
 /// Whether to write labels.
@@ -188,6 +226,7 @@ pub struct RelabelOptions {
     pub excludes: Vec<PathBuf>,
     /// Worker threads; default: the number of CPUs.
     pub jobs: Option<NonZeroUsize>,
+    pub digests: Digests,
 }
 
 /// Totals of one run.
@@ -212,6 +251,9 @@ pub struct Summary {
     pub mounts_skipped: u64,
     /// Objects at an excluded path (their subtrees are not counted).
     pub excluded: u64,
+    /// Directories whose stored digest matched ([`Digests::Skip`]): labelled
+    /// (and counted in `examined`) but not listed.
+    pub skipped: u64,
     /// Wall-clock duration of the run.
     pub seconds: f64,
 }
@@ -295,6 +337,8 @@ pub enum Operation {
     ReadDirectory,
     ReadLabel,
     WriteLabel,
+    WriteDigest,
+    RemoveDigest,
 }
 
 impl Operation {
@@ -305,6 +349,8 @@ impl Operation {
             Operation::ReadDirectory => "cannot read directory",
             Operation::ReadLabel => "cannot read the label of",
             Operation::WriteLabel => "cannot write the label of",
+            Operation::WriteDigest => "cannot store the subtree digest of",
+            Operation::RemoveDigest => "cannot remove the subtree digest of",
         }
     }
 }

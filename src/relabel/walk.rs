@@ -5,18 +5,20 @@ use std::borrow::Cow;
 use std::ffi::{CStr, CString};
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
 use rustix::fs::{FileType, RawDir};
+use sha2::{Digest as _, Sha256};
 use rustix::io::Errno;
 
 use super::hardlinks::{Claim, HardLinks};
 use super::label::{decide, stored_context, Decision};
 use super::{
-    Change, HardLinkConflict, LabelLookup, MountPolicy, ObjectError, ObjectPath, Observer,
-    Operation, RelabelError, RelabelOptions, Summary, WriteMode, XATTR_NAME,
+    Change, Digests, HardLinkConflict, LabelLookup, LabelScope, MountPolicy, ObjectError,
+    ObjectPath, Observer, Operation, RelabelError, RelabelOptions, Summary, WriteMode,
+    DIGEST_VERSION, DIGEST_XATTR, XATTR_NAME,
 };
 use crate::fcontext::FileKind;
 use crate::fsroot::{components, Entry, Handle, Meta, Root};
@@ -114,6 +116,26 @@ struct OpenDir<D> {
     excludes: Excludes,
     /// What the label lookups of its entries share.
     labels: D,
+    /// With [`Digests::Skip`] and writes: where its subtree's digest goes.
+    subtree: Option<Arc<Subtree>>,
+}
+
+/// A directory walked with [`Digests::Skip`] (and writes), waiting for
+/// every object below it to be handled before its digest is written.
+struct Subtree {
+    /// Opened for reading: the digest is written through it.
+    fd: OwnedFd,
+    path: PathChain,
+    /// The value to store; `None` for a directory without a digest, which
+    /// only passes an incomplete subtree on to its ancestors.
+    digest: Option<Box<[u8]>>,
+    parent: Option<Arc<Subtree>>,
+    /// Its own listing plus each subdirectory whose job or subtree has not
+    /// finished yet.
+    pending: AtomicUsize,
+    /// Cleared by any error, exclusion, skipped mount or hard-link conflict
+    /// at or below it: then neither it nor any ancestor gets a digest.
+    complete: AtomicBool,
 }
 
 /// The excludes that lie strictly below a directory, matched one name per
@@ -187,6 +209,18 @@ struct Tally {
     vanished: u64,
     mounts_skipped: u64,
     excluded: u64,
+    skipped: u64,
+}
+
+impl Tally {
+    /// Whether something at or below the task's objects was not fully
+    /// checked: no digest may cover it.
+    fn incomplete(&self) -> bool {
+        self.errors != 0
+            || self.mounts_skipped != 0
+            || self.excluded != 0
+            || self.hard_link_conflicts != 0
+    }
 }
 
 #[derive(Default)]
@@ -200,6 +234,7 @@ struct Totals {
     vanished: AtomicU64,
     mounts_skipped: AtomicU64,
     excluded: AtomicU64,
+    skipped: AtomicU64,
 }
 
 impl Totals {
@@ -214,6 +249,7 @@ impl Totals {
             (&self.vanished, tally.vanished),
             (&self.mounts_skipped, tally.mounts_skipped),
             (&self.excluded, tally.excluded),
+            (&self.skipped, tally.skipped),
         ];
         for (total, count) in pairs {
             if count != 0 {
@@ -234,6 +270,7 @@ impl Totals {
             vanished: get(&self.vanished),
             mounts_skipped: get(&self.mounts_skipped),
             excluded: get(&self.excluded),
+            skipped: get(&self.skipped),
             seconds: 0.0,
         }
     }
@@ -287,7 +324,7 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
                         path,
                         excludes,
                     };
-                    self.enter_dir(scope, entered, &mut tally);
+                    self.enter_dir(scope, entered, &mut tally, &mut None);
                 }
                 Err(errno) => self.fail(object, Operation::Open, errno, &mut tally),
             }
@@ -306,22 +343,38 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
     fn visit_dir<'s>(&'s self, scope: &rayon::Scope<'s>, job: DirJob<L::Directory<'a>>) {
         let mut tally = Tally::default();
         let DirJob { parent, name } = job;
-        let path = ObjectPath::entry(&parent.path, name.as_bytes());
-        let entry = match Entry::open_at(&parent.fd, &name) {
+        // This job's share of the parent's pending count: paid here, or
+        // passed on to the subdirectory's own subtree.
+        let mut owed = parent.subtree.clone();
+        self.visit_listed_dir(scope, parent, &name, &mut tally, &mut owed);
+        if let Some(owed) = owed {
+            self.settle(owed, tally.incomplete());
+        }
+        self.finish(tally);
+    }
+
+    fn visit_listed_dir<'s>(
+        &'s self,
+        scope: &rayon::Scope<'s>,
+        parent: Arc<Dir<'a, L>>,
+        name: &CStr,
+        tally: &mut Tally,
+        owed: &mut Option<Arc<Subtree>>,
+    ) {
+        let tally = &mut *tally;
+        let path = ObjectPath::entry(&parent.path, name.to_bytes());
+        let entry = match Entry::open_at(&parent.fd, name) {
             Ok(entry) => entry,
-            Err(errno) => {
-                self.fail(path, Operation::Open, errno, &mut tally);
-                return self.finish(tally);
-            }
+            Err(errno) => return self.fail(path, Operation::Open, errno, tally),
         };
         if entry.kind() != FileType::Directory {
-            self.label_entry(&parent, &name, &entry, &mut tally);
+            self.label_entry(&parent, name, &entry, tally);
         } else if self.leaves_filesystem(&parent.meta, entry.meta()) {
             tally.mounts_skipped += 1;
         } else {
             match entry.open_dir() {
                 Ok(fd) => {
-                    let name = name.as_bytes();
+                    let name = name.to_bytes();
                     let entered = Entered {
                         fd,
                         meta: *entry.meta(),
@@ -331,26 +384,28 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
                         labels: self.labels.subdirectory(&parent.labels, name),
                     };
                     drop((entry, parent));
-                    self.enter_dir(scope, entered, &mut tally);
+                    self.enter_dir(scope, entered, tally, owed);
                 }
                 // Still label it, through its O_PATH fd, then say why its
                 // contents were not visited.
                 Err(errno @ (Errno::ACCESS | Errno::PERM)) => {
-                    self.label_entry(&parent, &name, &entry, &mut tally);
-                    self.fail(path, Operation::ReadDirectory, errno, &mut tally);
+                    self.label_entry(&parent, name, &entry, tally);
+                    self.fail(path, Operation::ReadDirectory, errno, tally);
                 }
-                Err(errno) => self.fail(path, Operation::Open, errno, &mut tally),
+                Err(errno) => self.fail(path, Operation::Open, errno, tally),
             }
         }
-        self.finish(tally);
     }
 
-    /// Labels an opened directory and lists it.
+    /// Labels an opened directory and lists it, unless its stored digest
+    /// matches ([`Digests::Skip`]). `owed`: the parent's pending share,
+    /// taken over by this directory's subtree if it gets one.
     fn enter_dir<'s>(
         &'s self,
         scope: &rayon::Scope<'s>,
         entered: Entered<'a, L>,
         tally: &mut Tally,
+        owed: &mut Option<Arc<Subtree>>,
     ) {
         let Entered {
             fd,
@@ -365,14 +420,121 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
         if self.label(handle, object, &meta, |_| expected, tally) == Descend::No {
             return;
         }
+        let mut subtree = None;
+        match self.options.digests {
+            Digests::Ignore => {}
+            Digests::Forget => match rustix::fs::fremovexattr(&fd, DIGEST_XATTR) {
+                Ok(()) | Err(Errno::NODATA) => {}
+                Err(errno) => self.fail(object, Operation::RemoveDigest, errno, tally),
+            },
+            Digests::Skip => {
+                let digest = self.labels.subtree_digest(&labels).map(|d| self.stored_digest(d));
+                let mut buffer = [0u8; 128];
+                let stored = match Handle::Fd(fd.as_fd()).get(DIGEST_XATTR, &mut buffer) {
+                    Ok(len) => Some(&buffer[..len]),
+                    Err(_) => None,
+                };
+                if stored.is_some() && stored == digest.as_deref() {
+                    tally.skipped += 1;
+                    return;
+                }
+                if self.options.write == WriteMode::Write {
+                    // A stale digest goes before the walk: should this walk
+                    // not complete, it must not match again later.
+                    if stored.is_some() {
+                        if let Err(errno) = rustix::fs::fremovexattr(&fd, DIGEST_XATTR) {
+                            if errno != Errno::NODATA {
+                                self.fail(object, Operation::RemoveDigest, errno, tally);
+                            }
+                        }
+                    }
+                    match fd.try_clone() {
+                        Ok(dup) => {
+                            subtree = Some(Arc::new(Subtree {
+                                fd: dup,
+                                path: path.clone(),
+                                digest,
+                                parent: owed.take(),
+                                pending: AtomicUsize::new(1),
+                                complete: AtomicBool::new(true),
+                            }))
+                        }
+                        Err(error) => {
+                            let errno = Errno::from_io_error(&error).unwrap_or(Errno::MFILE);
+                            self.fail(object, Operation::Open, errno, tally);
+                        }
+                    }
+                }
+            }
+        }
         let dir = Arc::new(OpenDir {
             fd,
             path,
             meta,
             excludes,
             labels,
+            subtree,
         });
         self.list(scope, &dir, tally);
+        if let Some(subtree) = dir.subtree.clone() {
+            drop(dir);
+            self.settle(subtree, tally.incomplete());
+        }
+    }
+
+    /// The value stored for a directory whose live specs have `digest`:
+    /// it also covers the algorithm version, the label scope and the mount
+    /// policy.
+    fn stored_digest(&self, digest: [u8; 32]) -> Box<[u8]> {
+        let mut hasher = Sha256::new();
+        hasher.update(b"semanifest subtree digest\0");
+        hasher.update(DIGEST_VERSION.to_le_bytes());
+        hasher.update(match self.options.scope {
+            LabelScope::Full => b"full",
+            LabelScope::TypeOnly => b"type",
+        });
+        hasher.update(match self.options.mounts {
+            MountPolicy::SameFilesystem => b"one mount",
+            MountPolicy::CrossMounts => b"any mount",
+        });
+        hasher.update(digest);
+        let hash: [u8; 32] = hasher.finalize().into();
+        let mut value = Vec::with_capacity(3 + 64);
+        value.extend_from_slice(b"v1:");
+        for byte in hash {
+            value.extend_from_slice(format!("{byte:02x}").as_bytes());
+        }
+        value.into()
+    }
+
+    /// Releases one pending share of `subtree` (marking it incomplete
+    /// first if `incomplete`); a subtree with none left writes its digest
+    /// if complete and releases its share of its parent, and so on up.
+    fn settle(&self, subtree: Arc<Subtree>, incomplete: bool) {
+        if incomplete {
+            subtree.complete.store(false, Ordering::SeqCst);
+        }
+        let mut current = subtree;
+        while current.pending.fetch_sub(1, Ordering::SeqCst) == 1 {
+            let mut complete = current.complete.load(Ordering::SeqCst);
+            if let (true, Some(digest)) = (complete, &current.digest) {
+                let handle = Handle::Fd(current.fd.as_fd());
+                if let Err(errno) = handle.set(DIGEST_XATTR, digest) {
+                    let mut tally = Tally::default();
+                    let object = ObjectPath::directory(&current.path);
+                    self.fail(object, Operation::WriteDigest, errno, &mut tally);
+                    self.totals.add(&tally);
+                    complete = false;
+                }
+            }
+            let Some(parent) = current.parent.clone() else {
+                return;
+            };
+            if !complete {
+                parent.complete.store(false, Ordering::SeqCst);
+            }
+            current = parent;
+        }
     }
 
     fn list<'s>(&'s self, scope: &rayon::Scope<'s>, dir: &Arc<Dir<'a, L>>, tally: &mut Tally) {
@@ -402,6 +564,9 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
     }
 
     fn spawn_dir<'s>(&'s self, scope: &rayon::Scope<'s>, parent: &Arc<Dir<'a, L>>, name: &CStr) {
+        if let Some(subtree) = &parent.subtree {
+            subtree.pending.fetch_add(1, Ordering::SeqCst);
+        }
         let job = DirJob {
             parent: Arc::clone(parent),
             name: name.to_owned(),
