@@ -13,8 +13,8 @@ use clap::Args as ClapArgs;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use semanifest::fcontext::FileContexts;
 use semanifest::relabel::{
-    self, Change, Digests, EscapedPath, HardLinkConflict, LabelScope, MountPolicy, ObjectError, Observer,
-    RelabelOptions, Summary, WriteMode,
+    self, Change, Digests, EscapedPath, HardLinkConflict, LabelScope, MountPolicy, ObjectError,
+    Observer, RelabelOptions, Summary, WriteMode,
 };
 use serde::Serialize;
 

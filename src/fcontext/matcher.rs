@@ -385,7 +385,9 @@ impl Matcher {
             }
             for groups in [&self.exact_groups, &self.regex_groups] {
                 let prefixed = groups.by_prefix.iter().map(|(p, g)| (&p[..], g));
-                for (prefix, group) in prefixed.chain(groups.unprefixed.iter().map(|g| (&[][..], g))) {
+                for (prefix, group) in
+                    prefixed.chain(groups.unprefixed.iter().map(|g| (&[][..], g)))
+                {
                     for (pattern, &index) in group.patterns.iter().zip(&group.spec_index) {
                         hash(index, b"pattern", prefix, pattern.as_bytes());
                     }
@@ -404,7 +406,12 @@ impl Matcher {
     /// (a prefix ending in `/`), in priority order, with `keys` (the
     /// directory's keys). Spec indices are not hashed, only their order, so
     /// adding a spec elsewhere changes no digest.
-    pub(super) fn live_digest(&self, keys: &[&[u8]], live: &mut Vec<u32>, below: Option<&[u8]>) -> [u8; 32] {
+    pub(super) fn live_digest(
+        &self,
+        keys: &[&[u8]],
+        live: &mut Vec<u32>,
+        below: Option<&[u8]>,
+    ) -> [u8; 32] {
         let tables = self.digest_tables();
         if let Some(below) = below {
             let start = tables.keyed.partition_point(|(key, _)| &key[..] < below);

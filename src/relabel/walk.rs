@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use rustix::fs::{FileType, RawDir};
-use sha2::{Digest as _, Sha256};
 use rustix::io::Errno;
+use sha2::{Digest as _, Sha256};
 
 use super::hardlinks::{Claim, HardLinks};
 use super::label::{decide, stored_context, Decision};
@@ -428,7 +428,10 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
                 Err(errno) => self.fail(object, Operation::RemoveDigest, errno, tally),
             },
             Digests::Skip => {
-                let digest = self.labels.subtree_digest(&labels).map(|d| self.stored_digest(d));
+                let digest = self
+                    .labels
+                    .subtree_digest(&labels)
+                    .map(|d| self.stored_digest(d));
                 let mut buffer = [0u8; 128];
                 let stored = match Handle::Fd(fd.as_fd()).get(DIGEST_XATTR, &mut buffer) {
                     Ok(len) => Some(&buffer[..len]),
