@@ -36,6 +36,12 @@
 //!   (parent directory, name) pair per unvisited subdirectory; the only
 //!   tree-wide state is the hard-link registry, which holds one entry per
 //!   multiply-linked inode.
+//!   With [`Digests::Skip`] and writes, each directory whose subtree is not
+//!   finished also holds an fd, until its digest is written.
+//! - **Digests never weaken drift detection.** Only [`Digests::Skip`] reads
+//!   them; a digest is written only for a subtree labelled without error,
+//!   exclusion, skipped mount or hard-link conflict, after every object below
+//!   it was handled; a stale one is removed before its subtree is walked.
 //! - **Compare before write**; with [`WriteMode::DryRun`] nothing is written.
 //! - **Every write is one `setxattr`**, so an interrupted run leaves each
 //!   object either old or new, and a rerun finishes the job.
