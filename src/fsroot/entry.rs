@@ -142,6 +142,15 @@ fn named_path(dir: BorrowedFd<'_>, name: &CStr) -> Result<CString> {
     CString::new(path).map_err(|_| Errno::INVAL)
 }
 
+/// `name` if it is one entry name (resolved in the working directory).
+fn one_name(name: &CStr) -> Result<&CStr> {
+    if is_name(name.to_bytes()) {
+        Ok(name)
+    } else {
+        Err(Errno::INVAL)
+    }
+}
+
 /// Where an object's xattrs are read and written: never a name that is
 /// looked up again.
 #[derive(Clone, Copy, Debug)]
@@ -158,6 +167,12 @@ pub enum Handle<'fd> {
     /// opened. For reads during a deletion, which then removes the entry
     /// by the same name anyway.
     Named(BorrowedFd<'fd>, &'fd CStr),
+    /// Entry `name` of the calling thread's working directory, through the
+    /// `l*xattr` calls: the same single lookup as [`Handle::Named`]
+    /// without the walk through `/proc`. Only for a thread that owns its
+    /// working directory (`unshare(CLONE_FS)`) and has just set it with
+    /// `fchdir` to the directory it means.
+    InWorkingDir(&'fd CStr),
 }
 
 impl Handle<'_> {
@@ -169,6 +184,7 @@ impl Handle<'_> {
             Handle::Named(dir, entry) => {
                 rfs::lgetxattr(named_path(dir, entry)?.as_c_str(), name, buffer)
             }
+            Handle::InWorkingDir(entry) => rfs::lgetxattr(one_name(entry)?, name, buffer),
         }
     }
 
@@ -180,6 +196,7 @@ impl Handle<'_> {
             Handle::Named(dir, entry) => {
                 rfs::lgetxattr_query(named_path(dir, entry)?.as_c_str(), name)
             }
+            Handle::InWorkingDir(entry) => rfs::lgetxattr_query(one_name(entry)?, name),
         }
     }
 
@@ -195,6 +212,9 @@ impl Handle<'_> {
                 value,
                 XattrFlags::empty(),
             ),
+            Handle::InWorkingDir(entry) => {
+                rfs::lsetxattr(one_name(entry)?, name, value, XattrFlags::empty())
+            }
         }
     }
 }

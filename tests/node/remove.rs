@@ -786,6 +786,8 @@ fn racing_symlink_swaps_never_make_rm_delete_outside() {
         dry_run: false,
         jobs: None,
     };
+    // The deleting threads change their own working directories only.
+    let cwd = std::env::current_dir().expect("cwd");
     let swapper = Swapper::start(raced_pairs(&t));
     let (mut complete, mut kept, mut refused) = (0u64, 0u64, 0u64);
     let mut samples = std::collections::BTreeSet::new();
@@ -817,6 +819,7 @@ fn racing_symlink_swaps_never_make_rm_delete_outside() {
             assert_eq!(arena.sentinel_digest(), tree_digest_of_sentinel(&arena));
         }
     }
+    assert_eq!(std::env::current_dir().expect("cwd"), cwd);
     let mut binary_codes = [0u32; 3];
     for _ in 0..BINARY_RUNS {
         clear_while_racing(&t, &parsed.layout, &root);
