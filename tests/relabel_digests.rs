@@ -535,3 +535,62 @@ fn skipped_mount_leaves_no_digest_on_the_way() {
     assert!(digest_of(&srv.join("data")).is_some());
     fixture.assert_same_as_full(&[]);
 }
+
+#[test]
+fn kernel_command_line_forces_a_full_pass() {
+    let fixture = Fixture::new();
+    let srv = fixture.srv();
+    let total = dump(&srv).len() as u64;
+    fixture.skip(&[]);
+    let cmdline = fixture.root.with_file_name("cmdline");
+    let cmdline_arg = cmdline.to_str().expect("utf-8");
+    // Control: another option (and a prefix of this one) does not force.
+    write_file(&cmdline, "ro quiet semanifest.relabel=fullish\n");
+    let summary = fixture.skip(&["--kernel-cmdline", cmdline_arg]);
+    assert_eq!(summary["examined"], 1, "{summary}");
+    // A wrong label below a digest: only the forced pass repairs it.
+    set_label(&srv.join("log/a/one"), b"system_u:object_r:shadow_t:s0\0");
+    write_file(&cmdline, "ro semanifest.relabel=full quiet\n");
+    let summary = fixture.skip(&["--kernel-cmdline", cmdline_arg]);
+    assert_eq!(summary["examined"], total, "{summary}");
+    assert_eq!(summary["skipped"], 0, "{summary}");
+    assert_eq!(summary["relabelled"], 1, "{summary}");
+    assert!(digests(&srv).values().all(Option::is_some));
+    fixture.assert_same_as_full(&[]);
+}
+
+#[test]
+fn force_file_forces_one_full_pass_without_errors() {
+    let fixture = Fixture::new();
+    let srv = fixture.srv();
+    let total = dump(&srv).len() as u64;
+    let absent = fixture.root.with_file_name("no-cmdline");
+    let absent = absent.to_str().expect("utf-8");
+    let force = fixture.root.with_file_name("force-full-relabel");
+    let force_arg = force.to_str().expect("utf-8");
+    let args = ["--kernel-cmdline", absent, "--force-full-file", force_arg];
+    fixture.skip(&args);
+    set_label(&srv.join("data/y/k"), b"system_u:object_r:shadow_t:s0\0");
+    // With an error in the tree the file stays, and forces the next pass.
+    write_file(&force, "");
+    TreeBuilder::new(&srv)
+        .file("etc/locked/inside", "i")
+        .chmod("etc/locked", 0o000);
+    let mut extra = vec!["--skip-unchanged"];
+    extra.extend_from_slice(&args);
+    let output = run_without_dac(&fixture, &extra);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr_of(&output));
+    assert!(stderr_of(&output).contains("full pass"));
+    assert!(force.exists());
+    assert_eq!(
+        label_of(&srv.join("data/y/k")).as_deref(),
+        Some(&b"system_u:object_r:data_t:s0\0"[..])
+    );
+    TreeBuilder::new(&srv).chmod("etc/locked", 0o755);
+    let summary = fixture.skip(&args);
+    assert_eq!(summary["examined"], total + 2, "{summary}");
+    assert!(!force.exists(), "the force file is removed after the pass");
+    // Control: the next pass skips again.
+    assert_eq!(fixture.skip(&args)["examined"], 1);
+    fixture.assert_same_as_full(&[]);
+}

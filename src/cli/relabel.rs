@@ -102,8 +102,33 @@ pub struct Args {
     /// This trusts that labels below were set by the policy at creation and
     /// that nothing relabelled them since: drift detection (--check, and
     /// relabel without this flag) never reads digests.
+    ///
+    /// A full pass (every object examined, every digest rewritten) is forced
+    /// by `semanifest.relabel=full` on the kernel command line, or by the
+    /// file --force-full-file, which a pass without errors then removes.
     #[arg(long, conflicts_with_all = ["check", "forget_digests"])]
     skip_unchanged: bool,
+
+    /// With --skip-unchanged: if this file exists, run a full pass and
+    /// remove it once the pass had no error.
+    #[arg(
+        long,
+        value_name = "FILE",
+        default_value = "/etc/semanifest/force-full-relabel",
+        requires = "skip_unchanged"
+    )]
+    force_full_file: PathBuf,
+
+    /// With --skip-unchanged: the kernel command line to look for
+    /// `semanifest.relabel=full` in.
+    #[arg(
+        long,
+        value_name = "FILE",
+        default_value = "/proc/cmdline",
+        hide = true,
+        requires = "skip_unchanged"
+    )]
+    kernel_cmdline: PathBuf,
 
     /// Remove the stored digest of every directory walked (relabelling as
     /// usual), so that the next --skip-unchanged run examines everything.
@@ -116,9 +141,44 @@ pub struct Args {
     paths: Vec<PathBuf>,
 }
 
+/// The kernel command-line option that forces a full pass.
+const FULL_OPTION: &str = "semanifest.relabel=full";
+
+/// Why a --skip-unchanged run must be a full pass, if it must.
+fn forced_full(args: &Args) -> anyhow::Result<Option<String>> {
+    if !args.skip_unchanged {
+        return Ok(None);
+    }
+    let shown = |path: &Path| EscapedPath(path.as_os_str().as_encoded_bytes()).to_string();
+    match std::fs::read(&args.kernel_cmdline) {
+        Ok(cmdline) => {
+            let words = cmdline.split(|byte| byte.is_ascii_whitespace());
+            if words.into_iter().any(|word| word == FULL_OPTION.as_bytes()) {
+                return Ok(Some(format!(
+                    "{FULL_OPTION} in {}",
+                    shown(&args.kernel_cmdline)
+                )));
+            }
+        }
+        Err(error) if error.kind() == io::ErrorKind::NotFound => {}
+        Err(error) => {
+            return Err(error).with_context(|| format!("reading {}", shown(&args.kernel_cmdline)))
+        }
+    }
+    match std::fs::symlink_metadata(&args.force_full_file) {
+        Ok(_) => Ok(Some(format!("{} exists", shown(&args.force_full_file)))),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(error) => Err(error).with_context(|| shown(&args.force_full_file)),
+    }
+}
+
 pub fn run(args: Args) -> anyhow::Result<u8> {
     let args = &args;
     let labels = load_labels(args)?;
+    let forced = forced_full(args)?;
+    if let Some(reason) = &forced {
+        eprintln!("semanifest: full pass ({reason}): no digest is trusted, all are rewritten");
+    }
     let options = RelabelOptions {
         write: if args.dry_run || args.check {
             WriteMode::DryRun
@@ -142,7 +202,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             .map(|path| absolute(path))
             .collect::<anyhow::Result<_>>()?,
         jobs: args.jobs,
-        digests: if args.skip_unchanged {
+        digests: if forced.is_some() {
+            Digests::Refresh
+        } else if args.skip_unchanged {
             Digests::Skip
         } else if args.forget_digests {
             Digests::Forget
@@ -154,6 +216,18 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let reporter = Reporter::new(args);
     let summary = relabel::relabel(&labels, &args.paths, &options, &reporter)?;
     reporter.finish(&summary, args)?;
+
+    // The forced pass is done: the next one may skip again.
+    if forced.is_some() && summary.errors == 0 && !args.dry_run {
+        match std::fs::remove_file(&args.force_full_file) {
+            Ok(()) => {}
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {}
+            Err(error) => {
+                let path = EscapedPath(args.force_full_file.as_os_str().as_encoded_bytes());
+                return Err(error).with_context(|| format!("removing {path}"));
+            }
+        }
+    }
 
     let drift = args.check && summary.relabelled > 0;
     Ok(if summary.errors > 0 || drift {

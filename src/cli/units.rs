@@ -13,7 +13,7 @@ use semanifest::units::{self, Image, Options, UnitSet};
 const AFTER_HELP: &str = "\
 DIR receives, as paths of the image root:
   usr/lib/systemd/system/semanifest-apply.service     semanifest apply at boot
-  usr/lib/systemd/system/semanifest-relabel.service   relabel --type-only /var
+  usr/lib/systemd/system/semanifest-relabel.service   relabel --type-only --skip-unchanged /var
   usr/lib/systemd/system/<path>.mount                 one per mount: in the layout
   usr/lib/systemd/system/<runtime>.service.d/*.conf   the runtime requires both
   usr/lib/systemd/system/kubens.service               with spec.node.kubens

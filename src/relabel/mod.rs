@@ -179,6 +179,10 @@ pub enum Digests {
     /// exclusion, skipped mount or hard-link conflict gets the digest
     /// (unless [`WriteMode::DryRun`], which writes none).
     Skip,
+    /// As `Skip`, but no stored digest is trusted: every object is
+    /// examined and each fully checked subtree gets a fresh digest (a full
+    /// pass forced at boot).
+    Refresh,
     /// Every directory walked loses its digest (and is relabelled as with
     /// `Ignore`).
     Forget,

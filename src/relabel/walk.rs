@@ -427,7 +427,7 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
                 Ok(()) | Err(Errno::NODATA) => {}
                 Err(errno) => self.fail(object, Operation::RemoveDigest, errno, tally),
             },
-            Digests::Skip => {
+            Digests::Skip | Digests::Refresh => {
                 let digest = self
                     .labels
                     .subtree_digest(&labels)
@@ -437,7 +437,8 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
                     Ok(len) => Some(&buffer[..len]),
                     Err(_) => None,
                 };
-                if stored.is_some() && stored == digest.as_deref() {
+                let trusted = self.options.digests == Digests::Skip;
+                if trusted && stored.is_some() && stored == digest.as_deref() {
                     tally.skipped += 1;
                     return;
                 }

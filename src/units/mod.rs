@@ -431,11 +431,11 @@ fn boot_services(
                 operands.join(" "),
                 layout.name
             ),
-            "Writes the type of every object below the layout's directories as file_contexts says.",
+            "Writes the type of every object below the layout's directories as file_contexts says, skipping the subtrees whose specs did not change since their last full check (their digests match); semanifest.relabel=full on the kernel command line, or the file /etc/semanifest/force-full-relabel (removed after a pass without errors), forces a full pass.",
             vec!["local-fs.target", APPLY_SERVICE],
             None,
             format!(
-                "{SEMANIFEST} relabel --type-only --file-contexts {file_contexts} {}",
+                "{SEMANIFEST} relabel --type-only --skip-unchanged --file-contexts {file_contexts} {}",
                 operands.join(" ")
             ),
         ),
