@@ -28,13 +28,13 @@ pub struct Layout {
     pub domains: Vec<Domain>,
     pub paths: Vec<PathRule>,
     /// How a node boots the layout (`spec.node`).
-    pub node: Node,
+    pub node: NodeBoot,
 }
 
 /// How a node's systemd boots the layout: the units `semanifest units`
 /// generates from it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Node {
+pub struct NodeBoot {
     /// Start the runtime units inside one mount namespace of their own
     /// (kubens), so the mounts they make stay out of the host's table.
     pub kubens: bool,
@@ -49,11 +49,11 @@ pub struct RuntimeUnit {
     /// `containerd.service`.
     pub unit: String,
     /// The command the unit runs (its `ExecStart=` line); kubens starts it
-    /// through `kubensenter`. Always set when `Node::kubens` is.
+    /// through `kubensenter`. Always set when `NodeBoot::kubens` is.
     pub exec: Option<String>,
 }
 
-impl Node {
+impl NodeBoot {
     /// The services semanifest generates itself; a runtime unit cannot be
     /// one of them.
     pub const GENERATED_SERVICES: [&'static str; 3] = [
@@ -90,11 +90,11 @@ impl Node {
     }
 }
 
-impl Default for Node {
+impl Default for NodeBoot {
     fn default() -> Self {
-        Node {
+        NodeBoot {
             kubens: false,
-            runtime: Node::default_runtime(),
+            runtime: NodeBoot::default_runtime(),
         }
     }
 }

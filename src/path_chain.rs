@@ -9,9 +9,9 @@ use std::sync::Arc;
 /// `start`, or `parent` joined with a name by one `/` (none after `/`
 /// itself), as [`crate::fcontext::entry_key`] joins them.
 #[derive(Clone)]
-pub struct PathChain(Arc<Link>);
+pub struct PathChain(Arc<ChainLink>);
 
-struct Link {
+struct ChainLink {
     parent: Option<PathChain>,
     /// The whole path for a start, a name otherwise.
     bytes: Box<[u8]>,
@@ -21,7 +21,7 @@ struct Link {
 
 impl PathChain {
     pub fn new(start: &[u8]) -> Self {
-        PathChain(Arc::new(Link {
+        PathChain(Arc::new(ChainLink {
             parent: None,
             bytes: start.into(),
             len: start.len(),
@@ -30,7 +30,7 @@ impl PathChain {
 
     /// The entry `name` of this path.
     pub fn child(&self, name: &[u8]) -> Self {
-        PathChain(Arc::new(Link {
+        PathChain(Arc::new(ChainLink {
             parent: Some(self.clone()),
             bytes: name.into(),
             len: self.len() + usize::from(!self.is_root()) + name.len(),
@@ -84,7 +84,7 @@ impl PathChain {
 
 /// Unlinks iteratively: dropping the last handle on a chain thousands of
 /// levels deep must not recurse once per level.
-impl Drop for Link {
+impl Drop for ChainLink {
     fn drop(&mut self) {
         let mut next = self.parent.take();
         while let Some(chain) = next {

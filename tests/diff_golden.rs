@@ -17,7 +17,7 @@ use std::process::Command;
 
 use common::{data, run, semanifest, stderr, stdout, tool};
 use semanifest::diag::Source;
-use semanifest::diff::{self, policy, Category};
+use semanifest::diff::{self, sediff, Category};
 use semanifest::manifest;
 
 fn cases() -> Vec<PathBuf> {
@@ -61,7 +61,7 @@ fn parse(path: &Path) -> manifest::Parsed {
 
 fn library_diff(case: &Path) -> (manifest::Parsed, manifest::Parsed, diff::LayoutDiff) {
     let (old, new) = (parse(&case.join("old.yaml")), parse(&case.join("new.yaml")));
-    let result = diff::diff(&old, &new, &diff::Options::default()).unwrap();
+    let result = diff::diff(&old, &new, &diff::DiffOptions::default()).unwrap();
     (old, new, result)
 }
 
@@ -137,7 +137,7 @@ fn sediff_finds_no_allow_rule_the_diff_does_not_explain() {
     let mut rules_seen = 0;
     for case in cases() {
         let (old, new, result) = library_diff(&case);
-        let check = policy::cross_check(&old, &new, &result).unwrap();
+        let check = sediff::cross_check(&old, &new, &result).unwrap();
         rules_seen += check.rules.len();
         assert_eq!(
             check.unexplained,
@@ -178,7 +178,7 @@ fn sediff_finds_no_allow_rule_the_diff_does_not_explain() {
                 check
                     .rules
                     .iter()
-                    .any(|rule| !policy::explained(&stripped, rule)),
+                    .any(|rule| !sediff::explained(&stripped, rule)),
                 "{}: the cross-check could not fail",
                 case.display()
             );

@@ -68,11 +68,11 @@ fn errors_carry_their_kind() {
     match error {
         LoadError::Spec {
             file,
-            location,
+            line,
             problem,
         } => {
             assert_eq!(file, "fc");
-            assert_eq!(location.to_string(), "3");
+            assert_eq!(line.to_string(), "3");
             assert_eq!(problem, SpecProblem::InvalidFileType("-q".to_owned()));
         }
         other => panic!("unexpected {other:?}"),

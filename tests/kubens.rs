@@ -23,7 +23,7 @@ use std::process::{Command, Output};
 use common::{stderr, tool};
 use semanifest::manifest;
 use semanifest::policy;
-use semanifest::units::{self, Image, Options};
+use semanifest::units::{self, Image, UnitsOptions};
 
 /// The helpers of a kubens layout, written to a temporary directory.
 struct Helpers {
@@ -37,7 +37,7 @@ impl Helpers {
         let set = units::render(
             &parsed.layout,
             &Image::unknown(),
-            &Options {
+            &UnitsOptions {
                 policy_name: "semanifest",
                 layout_text: "",
             },

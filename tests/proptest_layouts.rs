@@ -173,7 +173,7 @@ proptest! {
         let same = semanifest::diff::diff(&old, &old, &Default::default()).unwrap();
         prop_assert!(same.changes.is_empty() && same.labels.is_empty() && !same.security_relevant);
         let result = semanifest::diff::diff(&old, &new, &Default::default()).unwrap();
-        let check = semanifest::diff::policy::cross_check(&old, &new, &result).unwrap();
+        let check = semanifest::diff::sediff::cross_check(&old, &new, &result).unwrap();
         prop_assert!(
             check.unexplained.is_empty(),
             "unexplained:\n{:#?}\nold:\n{}\nnew:\n{}\nchanges:\n{:#?}",

@@ -16,7 +16,7 @@ use common::store::{copy_of, digest, refpolicy_store, store_dir};
 use common::{run, run_ok, semanifest, stderr, stdout, tool};
 use fc_oracle::{Answer, LibSelinux};
 use semanifest::fcontext::FileKind;
-use semanifest::store::{Baseline, Options, Store};
+use semanifest::store::{Baseline, ModuleOptions, Store};
 
 const MODULE: &str = "structured_var";
 const INSTALLED_FC: &str = "etc/selinux/default/contexts/files/file_contexts";
@@ -508,7 +508,7 @@ fn a_local_file_context_that_beats_every_module_is_an_error() {
 #[test]
 fn every_store_form_compiles_to_the_same_policy() {
     let root = refpolicy_store();
-    let options = Options::default();
+    let options = ModuleOptions::default();
     let from_root = Baseline::prepare(&root, &options, None).unwrap();
     assert!(matches!(
         from_root.verification,

@@ -22,7 +22,7 @@ use semanifest::fcontext::FileKind;
 use semanifest::fsroot::Root;
 use semanifest::manifest::{self, Parsed};
 use semanifest::policy;
-use semanifest::units::{self, Image, Options, UnitSet, UNIT_DIR};
+use semanifest::units::{self, Image, UnitSet, UnitsOptions, UNIT_DIR};
 
 /// The default layout and every layout under tests/data/layouts, with the
 /// file each was read from (None for the embedded one).
@@ -56,7 +56,7 @@ fn render(parsed: &Parsed, image: &Image) -> UnitSet {
     units::render(
         &parsed.layout,
         image,
-        &Options {
+        &UnitsOptions {
             policy_name: "semanifest",
             layout_text: &parsed.source.text,
         },
@@ -226,7 +226,7 @@ fn unit_names_are_systemd_escapes() {
     let long = format!("/var/{}", "a".repeat(246));
     assert!(matches!(
         units::unit_name(&long, "mount"),
-        Err(units::EscapeError::TooLong { length: 256, .. })
+        Err(units::UnitPathError::TooLong { length: 256, .. })
     ));
     let output = run(Command::new(tool("systemd-escape", "systemd"))
         .args(["--path", "--suffix=mount", "--"])

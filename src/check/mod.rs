@@ -8,9 +8,9 @@
 //! (unreadable input, missing tool) is an [`InputError`], never a finding, so
 //! "no findings" always means "checked and clean".
 
+pub mod compiled_policy;
 pub mod labels;
 pub mod layout;
-pub mod policy;
 pub mod report;
 pub mod rules;
 pub mod store;
@@ -35,7 +35,7 @@ pub struct CheckOptions {
 #[derive(Debug, thiserror::Error)]
 pub enum InputError {
     #[error(transparent)]
-    Policy(#[from] policy::PolicyCheckError),
+    Policy(#[from] compiled_policy::PolicyCheckError),
     #[error(transparent)]
     Relabel(#[from] crate::relabel::RelabelError),
     #[error("{0}")]
@@ -44,7 +44,7 @@ pub enum InputError {
 
 /// Findings of every phase, in phase order, plus the input errors met.
 #[derive(Debug, Default)]
-pub struct Outcome {
+pub struct CheckOutcome {
     pub findings: Vec<Finding>,
     pub input_errors: Vec<String>,
     /// Objects examined by the label phase, when it ran.
@@ -55,18 +55,18 @@ pub struct Outcome {
 }
 
 /// Runs the policy, Kubernetes and label phases for a valid layout.
-pub fn run(parsed: &Parsed, options: &CheckOptions) -> Outcome {
-    let mut outcome = Outcome::default();
+pub fn run(parsed: &Parsed, options: &CheckOptions) -> CheckOutcome {
+    let mut outcome = CheckOutcome::default();
     outcome
         .findings
         .extend(parsed.warnings.iter().map(|d| d.to_finding(&parsed.source)));
     outcome.findings.extend(layout::hazards(parsed));
 
-    let inputs = policy::PolicyInputs {
+    let inputs = compiled_policy::PolicyInputs {
         includes: &options.includes,
         secilc: options.secilc.as_deref(),
     };
-    match policy::check(parsed, &inputs) {
+    match compiled_policy::check(parsed, &inputs) {
         Ok(findings) => outcome.findings.extend(findings),
         Err(error) => outcome.input_errors.push(error.to_string()),
     }
@@ -88,9 +88,9 @@ pub fn run_against(
     parsed: &Parsed,
     options: &CheckOptions,
     baseline: &crate::store::Baseline,
-    store_options: &crate::store::Options,
-) -> Outcome {
-    let mut outcome = Outcome::default();
+    store_options: &crate::store::ModuleOptions,
+) -> CheckOutcome {
+    let mut outcome = CheckOutcome::default();
     outcome
         .findings
         .extend(parsed.warnings.iter().map(|d| d.to_finding(&parsed.source)));
@@ -114,7 +114,7 @@ fn workload_and_label_phases(
     parsed: &Parsed,
     options: &CheckOptions,
     contexts: impl FnOnce() -> Result<crate::fcontext::FileContexts, String>,
-    outcome: &mut Outcome,
+    outcome: &mut CheckOutcome,
 ) {
     if !options.k8s.is_empty() {
         // A file that cannot be read at all is an input error; a document

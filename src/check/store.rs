@@ -37,7 +37,7 @@ fn path_pos(parsed: &Parsed, path: &str) -> Option<Pos> {
         .map(|r| r.pos)
 }
 
-pub fn check(parsed: &Parsed, baseline: &Baseline, options: &store::Options) -> StoreOutcome {
+pub fn check(parsed: &Parsed, baseline: &Baseline, options: &store::ModuleOptions) -> StoreOutcome {
     let mut outcome = StoreOutcome::default();
     if let Verification::Differs { why } = &baseline.verification {
         outcome.findings.push(finding(

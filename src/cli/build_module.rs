@@ -49,8 +49,8 @@ fn parse_map(text: &str) -> Result<(String, String), String> {
 }
 
 impl StoreArgs {
-    pub fn options(&self, includes: Vec<PathBuf>, secilc: Option<PathBuf>) -> store::Options {
-        store::Options {
+    pub fn options(&self, includes: Vec<PathBuf>, secilc: Option<PathBuf>) -> store::ModuleOptions {
+        store::ModuleOptions {
             secilc,
             profile: match self.profile {
                 None | Some(ProfileArg::Auto) => None,
@@ -78,7 +78,7 @@ pub struct Request {
 pub fn prepare(
     against: &Path,
     layout: Option<&Path>,
-    options: &store::Options,
+    options: &store::ModuleOptions,
 ) -> Result<(Baseline, Parsed)> {
     eprintln!(
         "semanifest: reading {} and compiling it as it is with secilc…",

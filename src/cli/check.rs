@@ -47,7 +47,7 @@ Examples:
   semanifest check --layout node.yaml --against /var/lib/selinux/default";
 
 #[derive(Clone, Copy, ValueEnum)]
-pub enum Format {
+pub enum CheckFormat {
     /// Grouped by file, with source lines and a one-line "why" per rule.
     Human,
     /// Stable schema for machines (docs/check-json.md).
@@ -75,7 +75,7 @@ pub struct Args {
     labels: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value = "human")]
-    format: Format,
+    format: CheckFormat,
     /// Exit 1 on warnings too.
     #[arg(long)]
     deny_warnings: bool,
@@ -136,14 +136,14 @@ pub fn run(args: Args) -> Result<u8> {
         }
     };
     let text = match args.format {
-        Format::Human => report::render_human(
+        CheckFormat::Human => report::render_human(
             &findings,
             report::HumanOptions {
                 color: std::io::stdout().is_terminal(),
             },
         ),
-        Format::Json => report::render_json(&findings),
-        Format::Sarif => report::render_sarif(&findings),
+        CheckFormat::Json => report::render_json(&findings),
+        CheckFormat::Sarif => report::render_sarif(&findings),
     };
     super::print_stdout(text.as_bytes())?;
     if !text.ends_with('\n') {

@@ -10,7 +10,7 @@ use semanifest::store::{self, Baseline};
 
 pub struct Prepared {
     pub baseline: Baseline,
-    pub options: store::Options,
+    pub options: store::ModuleOptions,
     /// The layout as parsed against the store: an invalid one is reported
     /// as findings, like any other.
     pub parsed: Result<Parsed, Report>,
@@ -21,7 +21,7 @@ pub struct Prepared {
 pub fn prepare(
     against: &Path,
     layout: Option<&Path>,
-    options: store::Options,
+    options: store::ModuleOptions,
 ) -> anyhow::Result<Prepared> {
     eprintln!(
         "semanifest: reading {} and compiling it as it is with secilc…",

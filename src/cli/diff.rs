@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 use clap::{Args as ClapArgs, ValueEnum};
-use semanifest::diff::{self, policy, render};
+use semanifest::diff::{self, render, sediff};
 use semanifest::{k8s, manifest};
 
 const AFTER_HELP: &str = "\
@@ -41,7 +41,7 @@ Examples:
   semanifest diff git:HEAD~1:layout.yaml layout.yaml --format json --policy";
 
 #[derive(Clone, Copy, ValueEnum)]
-pub enum Format {
+pub enum DiffFormat {
     /// Grouped by category, security-relevant lines marked `!`.
     Human,
     /// GitHub-flavoured Markdown, ready to post as a pull-request comment.
@@ -60,7 +60,7 @@ pub struct Args {
     new: String,
     /// Output format.
     #[arg(long, value_enum, default_value = "human")]
-    format: Format,
+    format: DiffFormat,
     /// Kubernetes YAML files or directories whose hostPath volumes to
     /// judge against both layouts (repeatable).
     #[arg(long, value_name = "PATH")]
@@ -90,18 +90,18 @@ pub fn run(args: Args) -> Result<u8> {
             return Err(super::Errors::of_messages(&loaded.errors).into());
         }
     }
-    let options = diff::Options {
+    let options = diff::DiffOptions {
         k8s: loaded.as_ref().map(|l| &l.manifests),
     };
     let result = diff::diff(&old, &new, &options)?;
     let text = match args.format {
-        Format::Human => render::human(&result),
-        Format::Markdown => render::markdown(&result),
-        Format::Json => render::json(&result),
+        DiffFormat::Human => render::human(&result),
+        DiffFormat::Markdown => render::markdown(&result),
+        DiffFormat::Json => render::json(&result),
     };
     super::print_stdout(text.as_bytes())?;
     if args.policy {
-        let check = policy::cross_check(&old, &new, &result)?;
+        let check = sediff::cross_check(&old, &new, &result)?;
         if !check.unexplained.is_empty() {
             let rules: String = check
                 .unexplained

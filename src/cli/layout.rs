@@ -6,7 +6,7 @@ use anyhow::Result;
 use clap::Subcommand;
 
 #[derive(Subcommand)]
-pub enum Command {
+pub enum LayoutCommand {
     /// Print the embedded default layout (a complete, commented example).
     Show,
     /// Validate a layout manifest and print its diagnostics.
@@ -33,20 +33,20 @@ pub enum Command {
     Schema,
 }
 
-pub fn run(command: Command) -> Result<u8> {
+pub fn run(command: LayoutCommand) -> Result<u8> {
     match command {
-        Command::Show => {
+        LayoutCommand::Show => {
             super::print_stdout(semanifest::manifest::DEFAULT_LAYOUT.as_bytes())?;
             Ok(super::EXIT_OK)
         }
-        Command::Schema => {
+        LayoutCommand::Schema => {
             let schema = semanifest::manifest::layout_schema();
             super::print_stdout(
                 format!("{}\n", serde_json::to_string_pretty(&schema)?).as_bytes(),
             )?;
             Ok(super::EXIT_OK)
         }
-        Command::Validate { layout } => {
+        LayoutCommand::Validate { layout } => {
             let parsed = super::load_layout(Some(&layout))?;
             eprintln!(
                 "{}: valid layout `{}` ({} paths, {} domains)",

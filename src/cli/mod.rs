@@ -72,7 +72,7 @@ enum Command {
     /// `semanifest layout validate node.yaml`, and let an editor complete
     /// and check them with `semanifest layout schema`.
     #[command(subcommand)]
-    Layout(layout::Command),
+    Layout(layout::LayoutCommand),
     Lookup(lookup::Args),
     Man(man::Args),
     Prune(prune::Args),

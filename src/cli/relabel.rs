@@ -13,8 +13,8 @@ use clap::Args as ClapArgs;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use semanifest::fcontext::FileContexts;
 use semanifest::relabel::{
-    self, Change, Digests, EscapedPath, HardLinkConflict, LabelScope, MountPolicy, ObjectError,
-    Observer, RelabelOptions, Summary, WriteMode,
+    self, Digests, EscapedPath, HardLinkConflict, LabelScope, MountPolicy, ObjectError, Observer,
+    RelabelOptions, Relabeling, Summary, WriteMode,
 };
 use serde::Serialize;
 
@@ -359,7 +359,7 @@ impl Reporter {
 }
 
 impl Observer for Reporter {
-    fn changed(&self, change: &Change<'_>) {
+    fn changed(&self, change: &Relabeling<'_>) {
         let Some(changes) = &self.changes else {
             return;
         };

@@ -8,7 +8,7 @@ use anyhow::{Context as _, Result};
 use clap::Args as ClapArgs;
 use semanifest::fsroot::Root;
 use semanifest::manifest::Parsed;
-use semanifest::units::{self, Image, Options, UnitSet};
+use semanifest::units::{self, Image, UnitSet, UnitsOptions};
 
 const AFTER_HELP: &str = "\
 DIR receives, as paths of the image root:
@@ -74,7 +74,7 @@ pub fn render(parsed: &Parsed, image: Option<&Path>, policy_name: &str) -> Resul
         Some(root) => Image::inspect(&Root::open(root)?, &parsed.layout)?,
         None => Image::unknown(),
     };
-    let options = Options {
+    let options = UnitsOptions {
         policy_name,
         layout_text: &parsed.source.text,
     };

@@ -11,24 +11,24 @@
 //! policies: every allow rule that changed must be explained by a change.
 //!
 //! Invariants: the diff is computed from the models alone (no I/O but in
-//! `source`, `policy` and the k8s loader); every [`Change`] names the
+//! `source`, `policy` and the k8s loader); every [`ManifestChange`] names the
 //! (domain type, file type) pairs of allow rules it may alter, so the
 //! policy cross-check needs no second opinion.
 
-mod k8s;
-pub mod labels;
-mod model;
-pub mod policy;
+pub mod label_changes;
+mod manifest_changes;
 pub mod render;
+pub mod sediff;
 pub mod source;
+mod volume_changes;
 
 use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::manifest::Parsed;
 
-pub use k8s::VolumeChange;
-pub use labels::LabelChange;
+pub use label_changes::LabelChange;
+pub use volume_changes::VolumeChange;
 
 /// The whole comparison of two layouts.
 #[derive(Debug, Serialize, JsonSchema)]
@@ -38,7 +38,7 @@ pub struct LayoutDiff {
     /// The new layout, as named on the command line.
     pub new: String,
     /// Manifest-level changes, in category order, then by path and domain.
-    pub changes: Vec<Change>,
+    pub changes: Vec<ManifestChange>,
     /// Existing paths whose label changes (label impact).
     pub labels: Vec<LabelChange>,
     /// hostPath volumes whose verdict changes (only with `--k8s`).
@@ -50,7 +50,9 @@ pub struct LayoutDiff {
 
 /// One manifest-level change.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
-pub struct Change {
+// Published as `Change` in docs/diff.schema.json and docs/diff-json.md.
+#[schemars(rename = "Change")]
+pub struct ManifestChange {
     pub category: Category,
     pub kind: Kind,
     /// The layout path concerned, when there is one.
@@ -78,7 +80,7 @@ pub struct Change {
     pub policy_pairs: Vec<(String, String)>,
 }
 
-impl Change {
+impl ManifestChange {
     pub fn is_security_relevant(&self) -> bool {
         self.security.is_some()
     }
@@ -133,20 +135,24 @@ pub enum Kind {
 
 /// Options for [`diff`].
 #[derive(Default)]
-pub struct Options<'a> {
+pub struct DiffOptions<'a> {
     /// Kubernetes manifests whose hostPath verdicts to compare.
     pub k8s: Option<&'a crate::k8s::Manifests>,
 }
 
 /// Compares two layouts.
-pub fn diff(old: &Parsed, new: &Parsed, options: &Options<'_>) -> Result<LayoutDiff, DiffError> {
-    let changes = model::changes(&old.layout, &new.layout);
-    let labels = labels::changes(&old.layout, &new.layout)?;
+pub fn diff(
+    old: &Parsed,
+    new: &Parsed,
+    options: &DiffOptions<'_>,
+) -> Result<LayoutDiff, DiffError> {
+    let changes = manifest_changes::changes(&old.layout, &new.layout);
+    let labels = label_changes::changes(&old.layout, &new.layout)?;
     let workloads = match options.k8s {
-        Some(manifests) => k8s::changes(old, new, manifests),
+        Some(manifests) => volume_changes::changes(old, new, manifests),
         None => Vec::new(),
     };
-    let security_relevant = changes.iter().any(Change::is_security_relevant)
+    let security_relevant = changes.iter().any(ManifestChange::is_security_relevant)
         || labels.iter().any(|l| l.security.is_some())
         || workloads.iter().any(|w| w.security.is_some());
     Ok(LayoutDiff {

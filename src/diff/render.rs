@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use super::{Category, Change, LayoutDiff};
+use super::{Category, LayoutDiff, ManifestChange};
 
 fn heading(category: Category) -> &'static str {
     match category {
@@ -21,8 +21,8 @@ fn heading(category: Category) -> &'static str {
 }
 
 /// Changes grouped by category, in category order.
-fn groups(diff: &LayoutDiff) -> Vec<(Category, Vec<&Change>)> {
-    let mut out: Vec<(Category, Vec<&Change>)> = Vec::new();
+fn groups(diff: &LayoutDiff) -> Vec<(Category, Vec<&ManifestChange>)> {
+    let mut out: Vec<(Category, Vec<&ManifestChange>)> = Vec::new();
     for change in &diff.changes {
         match out.last_mut() {
             Some((category, list)) if *category == change.category => list.push(change),
@@ -76,7 +76,7 @@ pub fn human(diff: &LayoutDiff) -> String {
         for label in &diff.labels {
             let mark = if label.security.is_some() { "!" } else { " " };
             let scope = match label.scope {
-                super::labels::Scope::Subtree => " (and below)",
+                super::label_changes::Scope::Subtree => " (and below)",
                 _ => "",
             };
             let _ = writeln!(
@@ -171,7 +171,7 @@ pub fn markdown(diff: &LayoutDiff) -> String {
                 ""
             };
             let scope = match label.scope {
-                super::labels::Scope::Subtree => " and below",
+                super::label_changes::Scope::Subtree => " and below",
                 _ => "",
             };
             let _ = writeln!(

@@ -149,7 +149,7 @@ fn word_set() -> ByteSet {
 }
 
 #[derive(Debug)]
-enum Node {
+enum RegexNode {
     Empty,
     Set(Box<ByteSet>),
     /// `^` and `\A`: start of subject (no multiline mode).
@@ -160,14 +160,14 @@ enum Node {
     End,
     WordBoundary,
     NotWordBoundary,
-    Group(Box<Node>),
+    Group(Box<RegexNode>),
     Repeat {
-        node: Box<Node>,
+        node: Box<RegexNode>,
         min: u32,
         max: Option<u32>,
     },
-    Concat(Vec<Node>),
-    Alternation(Vec<Node>),
+    Concat(Vec<RegexNode>),
+    Alternation(Vec<RegexNode>),
 }
 
 impl std::fmt::Debug for ByteSet {
@@ -178,15 +178,15 @@ impl std::fmt::Debug for ByteSet {
     }
 }
 
-impl Node {
+impl RegexNode {
     /// True if the node can only ever be followed safely by a translated `$`:
     /// it is made of `$` anchors (or nothing) alone.
     fn is_end_anchors_only(&self) -> bool {
         match self {
-            Node::Empty | Node::EndOrFinalNewline => true,
-            Node::Group(inner) => inner.is_end_anchors_only(),
-            Node::Concat(items) => items.iter().all(Node::is_end_anchors_only),
-            Node::Alternation(branches) => branches.iter().all(Node::is_end_anchors_only),
+            RegexNode::Empty | RegexNode::EndOrFinalNewline => true,
+            RegexNode::Group(inner) => inner.is_end_anchors_only(),
+            RegexNode::Concat(items) => items.iter().all(RegexNode::is_end_anchors_only),
+            RegexNode::Alternation(branches) => branches.iter().all(RegexNode::is_end_anchors_only),
             _ => false,
         }
     }
@@ -195,7 +195,7 @@ impl Node {
 /// A spec's regex, checked and ready for the matcher.
 #[derive(Debug)]
 pub struct Translation {
-    tree: Node,
+    tree: RegexNode,
     /// Bytes every matching key starts with (empty when the pattern has a
     /// top-level `|`, or starts with a non-literal).
     pub required_prefix: Vec<u8>,
@@ -213,7 +213,7 @@ impl Translation {
     pub fn pattern_after_prefix(&self, skip: usize) -> String {
         let mut out = String::new();
         let result = match &self.tree {
-            Node::Concat(items) if skip > 0 && skip <= self.required_prefix.len() => {
+            RegexNode::Concat(items) if skip > 0 && skip <= self.required_prefix.len() => {
                 // items[0] is the `^` and items[1..=skip] the skipped bytes.
                 emit_sequence(&items[1 + skip..], true, &mut out)
             }
@@ -255,35 +255,37 @@ pub fn translate(spec: &[u8]) -> Result<Translation> {
 }
 
 /// The single byte a node stands for, if it is one unrepeated byte.
-fn single_byte(node: &Node) -> Option<u8> {
-    let Node::Set(set) = node else { return None };
+fn single_byte(node: &RegexNode) -> Option<u8> {
+    let RegexNode::Set(set) = node else {
+        return None;
+    };
     set.single()
 }
 
 /// Required prefix and whole-literal form of a parsed `^SPEC$`.
-fn literal_parts(tree: &Node) -> (Vec<u8>, Option<Vec<u8>>) {
+fn literal_parts(tree: &RegexNode) -> (Vec<u8>, Option<Vec<u8>>) {
     // A top-level alternation (or anything but a sequence starting with the
     // `^` we added) constrains no prefix.
-    let Node::Concat(items) = tree else {
+    let RegexNode::Concat(items) = tree else {
         return (Vec::new(), None);
     };
-    let Some((Node::Start, rest)) = items.split_first() else {
+    let Some((RegexNode::Start, rest)) = items.split_first() else {
         return (Vec::new(), None);
     };
     let prefix: Vec<u8> = rest.iter().map_while(single_byte).collect();
     let tail = &rest[prefix.len()..];
-    let literal = matches!(tail, [Node::EndOrFinalNewline]).then(|| prefix.clone());
+    let literal = matches!(tail, [RegexNode::EndOrFinalNewline]).then(|| prefix.clone());
     (prefix, literal)
 }
 
 /// Emits `node`; `at_tail` says that only end anchors can follow it.
-fn emit(node: &Node, at_tail: bool, out: &mut String) -> Result<()> {
+fn emit(node: &RegexNode, at_tail: bool, out: &mut String) -> Result<()> {
     match node {
-        Node::Empty => {}
-        Node::Set(set) => set.emit(out),
-        Node::Start => out.push_str(r"\A"),
-        Node::End => out.push_str(r"\z"),
-        Node::EndOrFinalNewline => {
+        RegexNode::Empty => {}
+        RegexNode::Set(set) => set.emit(out),
+        RegexNode::Start => out.push_str(r"\A"),
+        RegexNode::End => out.push_str(r"\z"),
+        RegexNode::EndOrFinalNewline => {
             if !at_tail {
                 return Err(DialectError::new(
                     "`$` (or `\\Z`) followed by more pattern: PCRE2 lets it match before a \
@@ -292,14 +294,14 @@ fn emit(node: &Node, at_tail: bool, out: &mut String) -> Result<()> {
             }
             out.push_str(r"(?:\x0A?\z)");
         }
-        Node::WordBoundary => out.push_str(r"(?-u:\b)"),
-        Node::NotWordBoundary => out.push_str(r"(?-u:\B)"),
-        Node::Group(inner) => {
+        RegexNode::WordBoundary => out.push_str(r"(?-u:\b)"),
+        RegexNode::NotWordBoundary => out.push_str(r"(?-u:\B)"),
+        RegexNode::Group(inner) => {
             out.push_str("(?:");
             emit(inner, at_tail, out)?;
             out.push(')');
         }
-        Node::Repeat { node, min, max } => {
+        RegexNode::Repeat { node, min, max } => {
             // A repeated group is followed by itself: it is at the tail only if
             // it cannot repeat or is itself made of end anchors.
             let inner_tail = at_tail && (matches!(max, Some(0 | 1)) || node.is_end_anchors_only());
@@ -318,8 +320,8 @@ fn emit(node: &Node, at_tail: bool, out: &mut String) -> Result<()> {
                 }
             }
         }
-        Node::Concat(items) => emit_sequence(items, at_tail, out)?,
-        Node::Alternation(branches) => {
+        RegexNode::Concat(items) => emit_sequence(items, at_tail, out)?,
+        RegexNode::Alternation(branches) => {
             out.push_str("(?:");
             for (index, branch) in branches.iter().enumerate() {
                 if index > 0 {
@@ -333,7 +335,7 @@ fn emit(node: &Node, at_tail: bool, out: &mut String) -> Result<()> {
     Ok(())
 }
 
-fn emit_sequence(items: &[Node], at_tail: bool, out: &mut String) -> Result<()> {
+fn emit_sequence(items: &[RegexNode], at_tail: bool, out: &mut String) -> Result<()> {
     // Item `i` is at the tail when the sequence is and items after it are
     // all end anchors: the first index from which that holds.
     let anchors_from = items
@@ -367,7 +369,7 @@ impl Parser<'_> {
         self.pattern.get(self.pos + offset).copied()
     }
 
-    fn parse_alternation(&mut self, depth: usize) -> Result<Node> {
+    fn parse_alternation(&mut self, depth: usize) -> Result<RegexNode> {
         if depth > MAX_NESTING {
             return Err(DialectError::new(format!(
                 "groups nested deeper than {MAX_NESTING}"
@@ -379,31 +381,31 @@ impl Parser<'_> {
             branches.push(self.parse_concat(depth)?);
         }
         Ok(if branches.len() == 1 {
-            branches.pop().unwrap_or(Node::Empty)
+            branches.pop().unwrap_or(RegexNode::Empty)
         } else {
-            Node::Alternation(branches)
+            RegexNode::Alternation(branches)
         })
     }
 
-    fn parse_concat(&mut self, depth: usize) -> Result<Node> {
+    fn parse_concat(&mut self, depth: usize) -> Result<RegexNode> {
         let mut items = Vec::new();
         while let Some(byte) = self.peek() {
             let (atom, repeatable) = match byte {
                 b'|' | b')' => break,
                 b'(' => (self.parse_group(depth)?, true),
-                b'[' => (Node::Set(Box::new(self.parse_class()?)), true),
+                b'[' => (RegexNode::Set(Box::new(self.parse_class()?)), true),
                 b'\\' => self.parse_escape()?,
                 b'.' => {
                     self.pos += 1;
-                    (Node::Set(Box::new(ByteSet::ALL)), true)
+                    (RegexNode::Set(Box::new(ByteSet::ALL)), true)
                 }
                 b'^' => {
                     self.pos += 1;
-                    (Node::Start, false)
+                    (RegexNode::Start, false)
                 }
                 b'$' => {
                     self.pos += 1;
-                    (Node::EndOrFinalNewline, false)
+                    (RegexNode::EndOrFinalNewline, false)
                 }
                 b'*' | b'+' | b'?' => {
                     return Err(DialectError::new(format!(
@@ -422,20 +424,20 @@ impl Parser<'_> {
                 }
                 other => {
                     self.pos += 1;
-                    (Node::Set(Box::new(ByteSet::of(&[other]))), true)
+                    (RegexNode::Set(Box::new(ByteSet::of(&[other]))), true)
                 }
             };
             let atom = self.parse_quantifier(atom, repeatable)?;
             items.push(atom);
         }
         Ok(match items.len() {
-            0 => Node::Empty,
-            1 => items.pop().unwrap_or(Node::Empty),
-            _ => Node::Concat(items),
+            0 => RegexNode::Empty,
+            1 => items.pop().unwrap_or(RegexNode::Empty),
+            _ => RegexNode::Concat(items),
         })
     }
 
-    fn parse_group(&mut self, depth: usize) -> Result<Node> {
+    fn parse_group(&mut self, depth: usize) -> Result<RegexNode> {
         self.pos += 1; // `(`
         match self.peek() {
             Some(b'?') => {
@@ -460,7 +462,7 @@ impl Parser<'_> {
             return Err(DialectError::new("missing `)` (PCRE2 refuses this regex)"));
         }
         self.pos += 1;
-        Ok(Node::Group(Box::new(inner)))
+        Ok(RegexNode::Group(Box::new(inner)))
     }
 
     /// If a PCRE2 10.42 counted repeat (`{n}`, `{n,}`, `{n,m}`, digits only)
@@ -498,7 +500,7 @@ impl Parser<'_> {
         Some((min, max, index + 1))
     }
 
-    fn parse_quantifier(&mut self, atom: Node, repeatable: bool) -> Result<Node> {
+    fn parse_quantifier(&mut self, atom: RegexNode, repeatable: bool) -> Result<RegexNode> {
         let (min, max) = match self.peek() {
             Some(b'*') => {
                 self.pos += 1;
@@ -556,7 +558,7 @@ impl Parser<'_> {
                 "quantifier following a quantifier is not supported",
             ));
         }
-        Ok(Node::Repeat {
+        Ok(RegexNode::Repeat {
             node: Box::new(atom),
             min,
             max,
@@ -564,14 +566,14 @@ impl Parser<'_> {
     }
 
     /// Escape outside a class; returns the node and whether it can be repeated.
-    fn parse_escape(&mut self) -> Result<(Node, bool)> {
+    fn parse_escape(&mut self) -> Result<(RegexNode, bool)> {
         self.pos += 1; // `\`
         let Some(byte) = self.peek() else {
             // Cannot happen: the pattern always ends with the appended `$`.
             return Err(DialectError::new("`\\` at the end of the pattern"));
         };
         self.pos += 1;
-        let set = |set: ByteSet| Ok((Node::Set(Box::new(set)), true));
+        let set = |set: ByteSet| Ok((RegexNode::Set(Box::new(set)), true));
         match byte {
             b'd' => set(digit_set()),
             b'D' => set(digit_set().complement()),
@@ -579,11 +581,11 @@ impl Parser<'_> {
             b'S' => set(space_set().complement()),
             b'w' => set(word_set()),
             b'W' => set(word_set().complement()),
-            b'b' => Ok((Node::WordBoundary, false)),
-            b'B' => Ok((Node::NotWordBoundary, false)),
-            b'A' => Ok((Node::Start, false)),
-            b'z' => Ok((Node::End, false)),
-            b'Z' => Ok((Node::EndOrFinalNewline, false)),
+            b'b' => Ok((RegexNode::WordBoundary, false)),
+            b'B' => Ok((RegexNode::NotWordBoundary, false)),
+            b'A' => Ok((RegexNode::Start, false)),
+            b'z' => Ok((RegexNode::End, false)),
+            b'Z' => Ok((RegexNode::EndOrFinalNewline, false)),
             _ => match self.escaped_byte(byte, false)? {
                 Some(literal) => set(ByteSet::of(&[literal])),
                 None => Err(unsupported_escape(byte)),

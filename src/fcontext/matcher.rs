@@ -148,9 +148,9 @@ struct DigestTables {
 /// Why an automaton could not be built (size limits: every pattern was
 /// produced by our own translator).
 #[derive(Debug)]
-pub(crate) struct BuildError(pub String);
+pub(crate) struct AutomatonError(pub String);
 
-fn build_group(patterns: &[String], spec_index: Vec<u32>) -> Result<Group, BuildError> {
+fn build_group(patterns: &[String], spec_index: Vec<u32>) -> Result<Group, AutomatonError> {
     let automaton = Regex::builder()
         .syntax(syntax::Config::new().unicode(false).utf8(false))
         .configure(
@@ -161,7 +161,7 @@ fn build_group(patterns: &[String], spec_index: Vec<u32>) -> Result<Group, Build
                 .dfa(false),
         )
         .build_many(patterns)
-        .map_err(|error| BuildError(error.to_string()))?;
+        .map_err(|error| AutomatonError(error.to_string()))?;
     Ok(Group {
         automaton,
         spec_index,
@@ -171,7 +171,7 @@ fn build_group(patterns: &[String], spec_index: Vec<u32>) -> Result<Group, Build
 }
 
 impl PrefixGroups {
-    fn build(members: Vec<(&Translation, u32)>) -> Result<Self, BuildError> {
+    fn build(members: Vec<(&Translation, u32)>) -> Result<Self, AutomatonError> {
         let mut by_prefix: HashMap<&[u8], (Vec<String>, Vec<u32>)> = HashMap::new();
         for (translation, index) in members {
             // Cut at the last `/`: keys are grouped by whole directories.
@@ -282,8 +282,8 @@ impl Matcher {
         first_exact: usize,
         local_subs: Substitutions,
         dist_subs: Substitutions,
-    ) -> Result<Self, BuildError> {
-        let too_many = || BuildError("more than 4 billion specs".to_owned());
+    ) -> Result<Self, AutomatonError> {
+        let too_many = || AutomatonError("more than 4 billion specs".to_owned());
         let mut stems: Table<u32> = Table::default();
         let mut literals: Table<Vec<u32>> = Table::default();
         let mut exact_members = Vec::new();

@@ -49,8 +49,8 @@
 
 mod dialect;
 mod directory;
+mod formats;
 mod matcher;
-mod source;
 mod spec_dfa;
 mod subs;
 
@@ -59,8 +59,8 @@ use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 
 pub use directory::{entry_key, Directory};
+use formats::ParsedSpec;
 use matcher::{Matcher, PreparedSpec};
-use source::RawSpec;
 
 /// The file type a lookup is for, as `selabel_lookup`'s `mode` argument.
 /// `Any` is mode 0: every spec matches regardless of its type field.
@@ -124,18 +124,18 @@ impl FileKind {
 
 /// Where in a source a spec came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Location {
+pub enum SpecLine {
     /// 1-based line of a text file.
     Line(u32),
     /// 1-based entry of a compiled `.bin` file.
     CompiledEntry(u32),
 }
 
-impl std::fmt::Display for Location {
+impl std::fmt::Display for SpecLine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Location::Line(line) => write!(f, "{line}"),
-            Location::CompiledEntry(entry) => write!(f, "entry {entry}"),
+            SpecLine::Line(line) => write!(f, "{line}"),
+            SpecLine::CompiledEntry(entry) => write!(f, "entry {entry}"),
         }
     }
 }
@@ -163,10 +163,10 @@ pub enum LoadError {
         source: std::io::Error,
     },
     /// A bad spec: `FILE:LINE: what is wrong`.
-    #[error("{file}:{location}: {problem}")]
+    #[error("{file}:{line}: {problem}")]
     Spec {
         file: String,
-        location: Location,
+        line: SpecLine,
         problem: SpecProblem,
     },
     #[error("{file}:{line}: {problem}")]
@@ -207,7 +207,7 @@ pub struct FileContexts {
 pub struct SpecOrigin {
     /// The file it was read from, as named when loading.
     pub file: String,
-    pub location: Location,
+    pub line: SpecLine,
     /// The path-regex field as written.
     pub regex: String,
     /// `S_IFMT` bits of the type field, 0 when absent.
@@ -235,7 +235,7 @@ impl FileContexts {
 
     /// One file_contexts text (no siblings); `origin` names it in errors.
     pub fn from_text(origin: &str, text: &[u8]) -> Result<Self, LoadError> {
-        let specs = source::parse_text(origin, text)?;
+        let specs = formats::parse_text(origin, text)?;
         Self::build(
             origin,
             tagged(origin, specs),
@@ -279,7 +279,7 @@ impl FileContexts {
 
     fn build(
         origin: &str,
-        specs: Vec<(String, RawSpec)>,
+        specs: Vec<(String, ParsedSpec)>,
         local_subs: subs::Substitutions,
         dist_subs: subs::Substitutions,
     ) -> Result<Self, LoadError> {
@@ -293,14 +293,14 @@ impl FileContexts {
         for (file, spec) in regex_specs.into_iter().chain(exact_specs) {
             origins.push(SpecOrigin {
                 file: file.clone(),
-                location: spec.location,
+                line: spec.line,
                 regex: String::from_utf8_lossy(&spec.regex).into_owned(),
                 mode: spec.mode,
                 context: spec.context.clone(),
             });
             let translation = dialect::translate(&spec.regex).map_err(|error| LoadError::Spec {
                 file,
-                location: spec.location,
+                line: spec.line,
                 problem: SpecProblem::Regex {
                     regex: String::from_utf8_lossy(&spec.regex).into_owned(),
                     reason: error.problem,
@@ -324,7 +324,7 @@ impl FileContexts {
     }
 }
 
-fn tagged(file: &str, specs: Vec<RawSpec>) -> TaggedSpecs {
+fn tagged(file: &str, specs: Vec<ParsedSpec>) -> TaggedSpecs {
     specs
         .into_iter()
         .map(|spec| (file.to_owned(), spec))
@@ -398,25 +398,25 @@ fn read_spec_source(text_path: &Path) -> Result<Option<TaggedSpecs>, LoadError> 
 }
 
 /// Specs of one source, each tagged with the file it came from.
-type TaggedSpecs = Vec<(String, RawSpec)>;
+type TaggedSpecs = Vec<(String, ParsedSpec)>;
 
 /// Reads one file by content; also returns the PCRE2 version a compiled file
 /// names.
 fn read_any(path: &Path) -> Result<(TaggedSpecs, Option<String>), LoadError> {
     let bytes = std::fs::read(path).map_err(|error| io_error(path, error))?;
     let name = path.display().to_string();
-    if source::is_compiled(&bytes) {
-        let compiled = source::parse_compiled(&name, &bytes)?;
+    if formats::is_compiled(&bytes) {
+        let compiled = formats::parse_compiled(&name, &bytes)?;
         Ok((tagged(&name, compiled.specs), compiled.regex_version))
     } else {
-        Ok((tagged(&name, source::parse_text(&name, &bytes)?), None))
+        Ok((tagged(&name, formats::parse_text(&name, &bytes)?), None))
     }
 }
 
 /// Whether two readings of one source behave identically once sorted.
-fn same_specs(left: &[(String, RawSpec)], right: &[(String, RawSpec)]) -> bool {
+fn same_specs(left: &[(String, ParsedSpec)], right: &[(String, ParsedSpec)]) -> bool {
     type Behaviour<'a> = (&'a [u8], u32, &'a str, bool, Option<&'a [u8]>);
-    fn key(spec: &RawSpec) -> Behaviour<'_> {
+    fn key(spec: &ParsedSpec) -> Behaviour<'_> {
         (
             spec.regex.as_slice(),
             spec.mode,
@@ -425,7 +425,7 @@ fn same_specs(left: &[(String, RawSpec)], right: &[(String, RawSpec)]) -> bool {
             spec.stem.as_deref(),
         )
     }
-    fn sorted(specs: &[(String, RawSpec)]) -> Vec<Behaviour<'_>> {
+    fn sorted(specs: &[(String, ParsedSpec)]) -> Vec<Behaviour<'_>> {
         let regex = specs
             .iter()
             .filter(|(_, spec)| spec.has_meta)

@@ -7,7 +7,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::source::is_c_space;
+use super::formats::is_c_space;
 use super::LoadError;
 
 /// `alias real`: keys under `alias` are looked up as if under `real`.

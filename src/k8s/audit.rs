@@ -7,10 +7,10 @@
 //! `seLinuxOptions.type`, a `type: Socket`) and the layout declaration it
 //! conflicts with are attached as related locations.
 
-use super::model::{
+use super::path::NormalPath;
+use super::workload::{
     HostPathMount, HostPathVolume, InvalidDocument, Manifests, PathOrigin, Sourced, Workload,
 };
-use super::path::NormalPath;
 use crate::diag::{rule, Finding, Location, Related, Rule, Severity};
 
 /// A directory the layout marks `hostPath: true`.

@@ -8,12 +8,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::load::parse_source;
-use super::model::{Manifests, SkipReason, SkippedFile, SourceFile};
+use super::workload::{Manifests, SkipReason, SkippedFile, SourceFile};
 
 /// Why an input file could not be read at all. YAML problems are not
 /// errors here: they are [`Manifests::invalid`] documents.
 #[derive(Debug, thiserror::Error)]
-pub enum LoadError {
+pub enum FileReadError {
     #[error("{path}: {source}")]
     Io {
         path: String,
@@ -28,7 +28,7 @@ pub enum LoadError {
 #[derive(Debug, Default)]
 pub struct Loaded {
     pub manifests: Manifests,
-    pub errors: Vec<LoadError>,
+    pub errors: Vec<FileReadError>,
 }
 
 /// Extensions `kubectl apply -f DIR` reads, compared as it does:
@@ -51,7 +51,7 @@ pub fn load_paths(paths: &[PathBuf]) -> Loaded {
         match fs::metadata(path) {
             Ok(meta) if meta.is_dir() => walk_dir(path, &mut files, &mut loaded),
             Ok(_) => files.push(path.clone()),
-            Err(source) => loaded.errors.push(LoadError::Io {
+            Err(source) => loaded.errors.push(FileReadError::Io {
                 path: path.display().to_string(),
                 source,
             }),
@@ -66,13 +66,14 @@ pub fn load_paths(paths: &[PathBuf]) -> Loaded {
     loaded
 }
 
-fn read_file(path: &Path) -> Result<Arc<SourceFile>, LoadError> {
+fn read_file(path: &Path) -> Result<Arc<SourceFile>, FileReadError> {
     let name = path.display().to_string();
-    let bytes = fs::read(path).map_err(|source| LoadError::Io {
+    let bytes = fs::read(path).map_err(|source| FileReadError::Io {
         path: name.clone(),
         source,
     })?;
-    let text = String::from_utf8(bytes).map_err(|_| LoadError::NotUtf8 { path: name.clone() })?;
+    let text =
+        String::from_utf8(bytes).map_err(|_| FileReadError::NotUtf8 { path: name.clone() })?;
     Ok(Arc::new(SourceFile::new(name, text)))
 }
 
@@ -95,7 +96,7 @@ fn walk_dir(dir: &Path, files: &mut Vec<PathBuf>, loaded: &mut Loaded) {
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(source) => {
-            loaded.errors.push(LoadError::Io {
+            loaded.errors.push(FileReadError::Io {
                 path: dir.display().to_string(),
                 source,
             });
@@ -106,7 +107,7 @@ fn walk_dir(dir: &Path, files: &mut Vec<PathBuf>, loaded: &mut Loaded) {
         .filter_map(|entry| match entry {
             Ok(entry) => Some(entry),
             Err(source) => {
-                loaded.errors.push(LoadError::Io {
+                loaded.errors.push(FileReadError::Io {
                     path: dir.display().to_string(),
                     source,
                 });
@@ -126,7 +127,7 @@ fn walk_dir(dir: &Path, files: &mut Vec<PathBuf>, loaded: &mut Loaded) {
         let file_type = match entry.file_type() {
             Ok(file_type) => file_type,
             Err(source) => {
-                loaded.errors.push(LoadError::Io {
+                loaded.errors.push(FileReadError::Io {
                     path: path.display().to_string(),
                     source,
                 });

@@ -9,11 +9,11 @@ use serde::de::IgnoredAny;
 use serde_saphyr::{Budget, DuplicateKeyPolicy, MessageFormatter, Spanned, UserMessageFormatter};
 
 use super::api::{self, is_list_kind, RawObject, Spec, WorkloadKind, OS_LABELS};
-use super::model::{
+use super::stream;
+use super::workload::{
     ContainerKind, HostPathMount, HostPathVolume, InvalidDocument, Invalidity, Manifests,
     PathOrigin, SkippedObject, SourceFile, Sourced, Workload,
 };
-use super::stream;
 use crate::diag::Pos;
 
 /// YAML options shared by every Kubernetes input.

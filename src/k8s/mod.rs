@@ -17,7 +17,7 @@
 //!   documents of its file; unknown kinds, workloads pinned to another OS
 //!   and directory entries that are not manifests are skipped and noted,
 //!   never rejected. Only a file that cannot be read at all is a
-//!   [`LoadError`].
+//!   [`FileReadError`].
 //! - Paths are compared per component after normalising them the way the
 //!   API server and the kernel do ([`NormalPath`]); nothing here resolves
 //!   symlinks on the node: that is what the SELinux labels are for.
@@ -26,9 +26,9 @@ mod api;
 mod audit;
 mod files;
 mod load;
-mod model;
 mod path;
 mod stream;
+mod workload;
 
 pub use audit::{
     audit, invalid_document, HostPathRules, LayoutPathRule, RootRule, RULES, RULE_INVALID_OBJECT,
@@ -36,10 +36,10 @@ pub use audit::{
     RULE_SELINUX_TYPE, RULE_SKIPPED, RULE_SKIPPED_FILE, RULE_SKIPPED_NON_LINUX,
     RULE_SOCKET_OR_DEVICE, RULE_WRITABLE_READ_ONLY,
 };
-pub use files::{load_paths, LoadError, Loaded};
+pub use files::{load_paths, FileReadError, Loaded};
 pub use load::{parse_source, parse_str};
-pub use model::{
+pub use path::{HostPathError, NormalPath};
+pub use workload::{
     ContainerKind, HostPathMount, HostPathVolume, InvalidDocument, Invalidity, Manifests,
     PathOrigin, SkipReason, SkippedFile, SkippedObject, SourceFile, Sourced, Workload,
 };
-pub use path::{NormalPath, PathError};

@@ -11,7 +11,7 @@ use std::fmt;
 
 /// Why a path cannot be normalised.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum PathError {
+pub enum HostPathError {
     #[error("the path is empty")]
     Empty,
     #[error("the path is not absolute")]
@@ -30,21 +30,21 @@ pub struct NormalPath(String);
 
 impl NormalPath {
     /// Normalises `raw` like the API server and kernel would, or says why not.
-    pub fn parse(raw: &str) -> Result<Self, PathError> {
+    pub fn parse(raw: &str) -> Result<Self, HostPathError> {
         if raw.is_empty() {
-            return Err(PathError::Empty);
+            return Err(HostPathError::Empty);
         }
         if raw.contains("{{") {
-            return Err(PathError::Templated);
+            return Err(HostPathError::Templated);
         }
         if raw.contains('\0') {
-            return Err(PathError::Nul);
+            return Err(HostPathError::Nul);
         }
         if raw.split('/').any(|component| component == "..") {
-            return Err(PathError::Backstep);
+            return Err(HostPathError::Backstep);
         }
         if !raw.starts_with('/') {
-            return Err(PathError::Relative);
+            return Err(HostPathError::Relative);
         }
         let mut normal = String::with_capacity(raw.len());
         for component in raw.split('/').filter(|c| !c.is_empty() && *c != ".") {
@@ -78,9 +78,9 @@ impl NormalPath {
 
     /// This path extended by a relative, `..`-free sub-path (a volume mount's
     /// `subPath`), normalised.
-    pub fn join(&self, relative: &str) -> Result<NormalPath, PathError> {
+    pub fn join(&self, relative: &str) -> Result<NormalPath, HostPathError> {
         if relative.starts_with('/') {
-            return Err(PathError::Relative);
+            return Err(HostPathError::Relative);
         }
         NormalPath::parse(&format!("{}/{relative}", self.0))
     }
@@ -120,15 +120,15 @@ mod tests {
     #[test]
     fn rejects_what_the_api_server_rejects() {
         let cases = [
-            ("", PathError::Empty),
-            ("var/lib", PathError::Relative),
-            ("./var", PathError::Relative),
-            ("/var/mnt/../lib/etcd", PathError::Backstep),
-            ("/..", PathError::Backstep),
-            ("../var", PathError::Backstep),
-            ("/var/mnt/..", PathError::Backstep),
-            ("/var/\0x", PathError::Nul),
-            ("{{ .Values.root }}/x", PathError::Templated),
+            ("", HostPathError::Empty),
+            ("var/lib", HostPathError::Relative),
+            ("./var", HostPathError::Relative),
+            ("/var/mnt/../lib/etcd", HostPathError::Backstep),
+            ("/..", HostPathError::Backstep),
+            ("../var", HostPathError::Backstep),
+            ("/var/mnt/..", HostPathError::Backstep),
+            ("/var/\0x", HostPathError::Nul),
+            ("{{ .Values.root }}/x", HostPathError::Templated),
         ];
         for (raw, error) in cases {
             assert_eq!(NormalPath::parse(raw), Err(error), "{raw:?}");
@@ -151,7 +151,7 @@ mod tests {
     fn join_normalises_and_rejects_backsteps() {
         let base = NormalPath::parse("/var/log").unwrap();
         assert_eq!(base.join("pods/./x/").unwrap().as_str(), "/var/log/pods/x");
-        assert_eq!(base.join("../lib"), Err(PathError::Backstep));
-        assert_eq!(base.join("/etc"), Err(PathError::Relative));
+        assert_eq!(base.join("../lib"), Err(HostPathError::Backstep));
+        assert_eq!(base.join("/etc"), Err(HostPathError::Relative));
     }
 }

@@ -18,7 +18,7 @@ pub(crate) struct Document<'a> {
 
 /// What a line is, for splitting.
 #[derive(PartialEq, Eq)]
-enum Line {
+enum LineKind {
     Start,
     End,
     /// Blank, a comment, or a directive (`%YAML`): belongs to the next
@@ -27,7 +27,7 @@ enum Line {
     Content,
 }
 
-fn classify(line: &str, first: bool) -> Line {
+fn classify(line: &str, first: bool) -> LineKind {
     let line = if first {
         line.strip_prefix('\u{feff}').unwrap_or(line)
     } else {
@@ -39,14 +39,14 @@ fn classify(line: &str, first: bool) -> Line {
             .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t']))
     };
     if marker("---") {
-        Line::Start
+        LineKind::Start
     } else if marker("...") {
-        Line::End
+        LineKind::End
     } else if line.trim().is_empty() || line.trim_start().starts_with('#') || line.starts_with('%')
     {
-        Line::Prefix
+        LineKind::Prefix
     } else {
-        Line::Content
+        LineKind::Content
     }
 }
 
@@ -77,7 +77,7 @@ pub(crate) fn documents<'a>(text: &'a str) -> Vec<Document<'a>> {
         let index = u32::try_from(index).unwrap_or(u32::MAX);
         let end = offset + line.len();
         match classify(line, index == 0) {
-            Line::Start => {
+            LineKind::Start => {
                 if begun {
                     push(&mut documents, start_byte, offset, start_line, has_content);
                     start_byte = offset;
@@ -86,15 +86,15 @@ pub(crate) fn documents<'a>(text: &'a str) -> Vec<Document<'a>> {
                 begun = true;
                 has_content = true;
             }
-            Line::End => {
+            LineKind::End => {
                 push(&mut documents, start_byte, end, start_line, has_content);
                 start_byte = end;
                 start_line = index.saturating_add(1);
                 begun = false;
                 has_content = false;
             }
-            Line::Prefix => {}
-            Line::Content => {
+            LineKind::Prefix => {}
+            LineKind::Content => {
                 begun = true;
                 has_content = true;
             }

@@ -12,7 +12,7 @@ use super::schema::{self, API_VERSION, KIND};
 use super::BaseFacts;
 use crate::diag::{Code, Diagnostic, Pos};
 use crate::model::{
-    is_within, Access, Domain, Layout, Lifecycle, Mount, Node, Owner, PathRule, Propagation,
+    is_within, Access, Domain, Layout, Lifecycle, Mount, NodeBoot, Owner, PathRule, Propagation,
     RuntimeUnit,
 };
 
@@ -157,15 +157,15 @@ fn check_layout(raw: &RawLayout, checker: &mut Checker<'_>) -> Layout {
 }
 
 /// `spec.node`: runtime unit names, their commands, and kubens.
-fn check_node(raw: Option<&RawNode>, checker: &mut Checker<'_>) -> Node {
+fn check_node(raw: Option<&RawNode>, checker: &mut Checker<'_>) -> NodeBoot {
     let Some(raw) = raw else {
-        return Node::default();
+        return NodeBoot::default();
     };
     let kubens = flag(&raw.kubens);
     let Some(raw_units) = &raw.runtime else {
-        return Node {
+        return NodeBoot {
             kubens,
-            runtime: Node::default_runtime(),
+            runtime: NodeBoot::default_runtime(),
         };
     };
     let mut runtime = Vec::new();
@@ -176,7 +176,7 @@ fn check_node(raw: Option<&RawNode>, checker: &mut Checker<'_>) -> Node {
             checker
                 .error(&codes::NODE_UNIT, pos(unit), format!("invalid unit name `{}`", unit.value))
                 .help("a service unit: letters, digits, `:_.-` and at most one `@instance`, ending in `.service`, at most 255 characters");
-        } else if Node::GENERATED_SERVICES.contains(&unit.value.as_str()) {
+        } else if NodeBoot::GENERATED_SERVICES.contains(&unit.value.as_str()) {
             checker
                 .error(
                     &codes::NODE_UNIT,
@@ -221,7 +221,7 @@ fn check_node(raw: Option<&RawNode>, checker: &mut Checker<'_>) -> Node {
                 .help("list the runtime units under `runtime`, or leave `runtime` out for containerd, crio and kubelet");
         }
     }
-    Node { kubens, runtime }
+    NodeBoot { kubens, runtime }
 }
 
 /// `NAME.service` or `NAME@INSTANCE.service`, as systemd names services.

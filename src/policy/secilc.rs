@@ -39,7 +39,7 @@ pub enum SecilcError {
 
 /// What one secilc run printed.
 #[derive(Debug)]
-pub struct Outcome {
+pub struct SecilcOutput {
     pub success: bool,
     pub output: String,
 }
@@ -115,7 +115,7 @@ impl Flags {
 }
 
 /// `secilc [FLAGS] -o POLICY -f FILE_CONTEXTS INPUT...`.
-pub fn run(invocation: &Invocation<'_>) -> Result<Outcome, SecilcError> {
+pub fn run(invocation: &Invocation<'_>) -> Result<SecilcOutput, SecilcError> {
     let mut command = Command::new(invocation.secilc);
     command
         .args(invocation.flags.args())
@@ -133,7 +133,7 @@ pub fn run(invocation: &Invocation<'_>) -> Result<Outcome, SecilcError> {
     })?;
     let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
     text.push_str(&String::from_utf8_lossy(&output.stderr));
-    Ok(Outcome {
+    Ok(SecilcOutput {
         success: output.status.success(),
         output: text,
     })

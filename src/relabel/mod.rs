@@ -316,7 +316,7 @@ impl std::fmt::Display for ObjectPath<'_> {
 
 /// A label that differs from the spec, reported whether or not it is written.
 #[derive(Debug)]
-pub struct Change<'a> {
+pub struct Relabeling<'a> {
     /// The object's path on disk (including any alternate root).
     pub path: ObjectPath<'a>,
     pub kind: FileKind,
@@ -413,7 +413,7 @@ fn describe_io(error: &io::Error) -> String {
 
 /// Receives events from the worker threads while the walk runs.
 pub trait Observer: Sync {
-    fn changed(&self, _change: &Change<'_>) {}
+    fn changed(&self, _change: &Relabeling<'_>) {}
     fn failed(&self, _error: &ObjectError) {}
     fn hard_link_conflict(&self, _conflict: &HardLinkConflict<'_>) {}
     /// Called once per directory with the number of objects just examined.
@@ -423,7 +423,7 @@ pub trait Observer: Sync {
 /// Ignores every event.
 impl Observer for () {}
 
-/// An owned [`Change`], as kept by [`Collector`].
+/// An owned [`Relabeling`], as kept by [`Collector`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Drift {
     pub path: Vec<u8>,
@@ -458,7 +458,7 @@ impl Collector {
 }
 
 impl Observer for Collector {
-    fn changed(&self, change: &Change<'_>) {
+    fn changed(&self, change: &Relabeling<'_>) {
         let drift = Drift {
             path: change.path.to_bytes(),
             kind: change.kind,

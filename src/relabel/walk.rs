@@ -16,8 +16,8 @@ use sha2::{Digest as _, Sha256};
 use super::hardlinks::{Claim, HardLinks};
 use super::label::{decide, stored_context, Decision};
 use super::{
-    Change, Digests, HardLinkConflict, LabelLookup, LabelScope, MountPolicy, ObjectError,
-    ObjectPath, Observer, Operation, RelabelError, RelabelOptions, Summary, WriteMode,
+    Digests, HardLinkConflict, LabelLookup, LabelScope, MountPolicy, ObjectError, ObjectPath,
+    Observer, Operation, RelabelError, RelabelOptions, Relabeling, Summary, WriteMode,
     DIGEST_VERSION, DIGEST_XATTR, XATTR_NAME,
 };
 use crate::fcontext::FileKind;
@@ -697,7 +697,7 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
             }
         }
         tally.relabelled += 1;
-        self.observer.changed(&Change {
+        self.observer.changed(&Relabeling {
             path,
             kind,
             found: stored,

@@ -314,7 +314,7 @@ impl std::fmt::Display for Mismatch {
             write!(
                 f,
                 ": `{}` at {}:{} wins",
-                winner.regex, winner.file, winner.location
+                winner.regex, winner.file, winner.line
             )?;
         }
         Ok(())
@@ -438,7 +438,7 @@ fn mode_of(file_type: FileConType) -> u32 {
 
 /// How one path is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Form {
+enum PathForm {
     /// `PATH(/.*)?`
     Plain,
     /// exact `PATH` + `PATH/` + `(`×n `.*` `)`×n
@@ -447,7 +447,7 @@ enum Form {
 
 #[derive(Debug, Clone)]
 struct PathState {
-    form: Form,
+    form: PathForm,
     /// The exact line for the path, escaped so no store exact spec equals
     /// it; `None` when it cannot be (the store's exact specs decide the path).
     exact: Option<String>,
@@ -468,7 +468,7 @@ pub fn resolve(
         .paths
         .iter()
         .map(|rule| PathState {
-            form: Form::Plain,
+            form: PathForm::Plain,
             exact: exact_line(&rule.path, store.specs),
             overrides: BTreeSet::new(),
             aliased: aliases
@@ -502,7 +502,7 @@ pub fn resolve(
                     && other_context
                     && file_contexts::compare(&theirs, &plain) == Ordering::Greater)
             {
-                states[index].form = Form::Split { groups: 0 };
+                states[index].form = PathForm::Split { groups: 0 };
                 states[index].shadows.insert(spec);
             }
         }
@@ -555,7 +555,7 @@ pub fn resolve(
 /// one more group is added until the text is new.
 fn avoid_identical_text(layout: &Layout, store: &StoreContexts<'_>, states: &mut [PathState]) {
     for (rule, state) in layout.paths.iter().zip(states.iter_mut()) {
-        if let Form::Split { groups } = &mut state.form {
+        if let PathForm::Split { groups } = &mut state.form {
             while store
                 .specs
                 .iter()
@@ -614,16 +614,16 @@ fn react(
     state.shadows.insert(spec);
     let below = format!("{path}/");
     match state.form {
-        Form::Plain if stem == *path || stem == below => {
-            state.form = Form::Split { groups: 0 };
+        PathForm::Plain if stem == *path || stem == below => {
+            state.form = PathForm::Split { groups: 0 };
             return Ok(true);
         }
-        Form::Split { groups } if is_regex && stem == below => {
+        PathForm::Split { groups } if is_regex && stem == below => {
             let mut groups = groups + 1;
             while file_contexts::compare(&below_line(path, groups), &theirs) != Ordering::Greater {
                 groups += 1;
             }
-            state.form = Form::Split { groups };
+            state.form = PathForm::Split { groups };
             return Ok(true);
         }
         _ => {}
@@ -742,14 +742,14 @@ fn below_line(path: &str, groups: usize) -> FileCon {
 }
 
 /// The line that covers the subtree below the path in a form.
-fn subtree_line(path: &str, form: Form) -> FileCon {
+fn subtree_line(path: &str, form: PathForm) -> FileCon {
     match form {
-        Form::Plain => FileCon {
+        PathForm::Plain => FileCon {
             regex: subtree_regex(path),
             file_type: FileConType::Any,
             context: None,
         },
-        Form::Split { groups } => below_line(path, groups),
+        PathForm::Split { groups } => below_line(path, groups),
     }
 }
 
@@ -874,12 +874,12 @@ fn assemble(
             continue;
         }
         match state.form {
-            Form::Plain => lines.push(Line {
+            PathForm::Plain => lines.push(Line {
                 regex: subtree_regex(&rule.path),
                 file_type: FileConType::Any,
                 purpose: Purpose::Subtree,
             }),
-            Form::Split { groups } => {
+            PathForm::Split { groups } => {
                 if let Some(exact) = &state.exact {
                     lines.push(Line {
                         regex: exact.clone(),

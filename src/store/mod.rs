@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 pub use module_report::{ModuleReport, Verification};
 pub use open::Store;
 pub use profile::{Profile, ProfileName};
-pub use target::{build, Baseline, ModuleBuild, ModuleError, Options};
+pub use target::{build, Baseline, ModuleBuild, ModuleError, ModuleOptions};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

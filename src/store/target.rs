@@ -34,7 +34,7 @@ use crate::policy::Violation;
 
 /// How to build against a store.
 #[derive(Debug, Clone, Default)]
-pub struct Options {
+pub struct ModuleOptions {
     /// Explicit secilc; `None` searches `PATH`.
     pub secilc: Option<PathBuf>,
     /// `None`: detect from the store's names.
@@ -68,7 +68,7 @@ impl Baseline {
     /// name (an older version of the layout's own module).
     pub fn prepare(
         path: &Path,
-        options: &Options,
+        options: &ModuleOptions,
         exclude: Option<&str>,
     ) -> Result<Baseline, StoreError> {
         let store = Store::open(path)?;
@@ -348,7 +348,7 @@ pub enum ModuleError {
 pub fn build(
     baseline: &Baseline,
     parsed: &Parsed,
-    options: &Options,
+    options: &ModuleOptions,
 ) -> Result<ModuleBuild, ModuleError> {
     let layout = &parsed.layout;
     let facts = &baseline.facts;
@@ -787,7 +787,7 @@ fn path_reports(
                     Some(modules) if !modules.is_empty() => {
                         format!("`{}` (module {modules})", w.regex)
                     }
-                    _ => format!("`{}` ({}:{})", w.regex, w.file, w.location),
+                    _ => format!("`{}` ({}:{})", w.regex, w.file, w.line),
                 }
             });
             PathReport {

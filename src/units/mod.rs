@@ -15,16 +15,16 @@
 //! a path that a unit setting would read otherwise than written is an
 //! error, never a unit.
 
-mod escape;
 mod image;
 mod install;
+mod systemd_escape;
 mod text;
 
-use crate::model::{is_within, Layout, Lifecycle, Node, Propagation};
+use crate::model::{is_within, Layout, Lifecycle, NodeBoot, Propagation};
 
-pub use escape::{check_writable, unit_name, EscapeError, UNIT_NAME_MAX};
 pub use image::{Held, Image, ImageError};
 pub use install::{install, InstallError, Written};
+pub use systemd_escape::{check_writable, unit_name, UnitPathError, UNIT_NAME_MAX};
 pub use text::TextError;
 
 use text::UnitText;
@@ -50,9 +50,9 @@ pub const KUBENSMNT: &str = "/run/kubens/mnt";
 /// What kubens.service publishes for the runtime units while active.
 pub const KUBENS_ENV: &str = "/run/kubens/env";
 
-pub const APPLY_SERVICE: &str = Node::GENERATED_SERVICES[0];
-pub const RELABEL_SERVICE: &str = Node::GENERATED_SERVICES[1];
-pub const KUBENS_SERVICE: &str = Node::GENERATED_SERVICES[2];
+pub const APPLY_SERVICE: &str = NodeBoot::GENERATED_SERVICES[0];
+pub const RELABEL_SERVICE: &str = NodeBoot::GENERATED_SERVICES[1];
+pub const KUBENS_SERVICE: &str = NodeBoot::GENERATED_SERVICES[2];
 
 /// The drop-in that orders a runtime unit after the labels.
 pub const LABELS_DROPIN: &str = "50-semanifest.conf";
@@ -66,7 +66,7 @@ const KUBENS_SCRIPT: &str = include_str!("kubens.sh");
 
 /// What the units need besides the layout.
 #[derive(Debug, Clone, Copy)]
-pub struct Options<'a> {
+pub struct UnitsOptions<'a> {
     /// The policy under `/etc/selinux/` whose file_contexts the relabel
     /// unit reads.
     pub policy_name: &'a str,
@@ -127,7 +127,7 @@ impl UnitSet {
 #[derive(Debug, thiserror::Error)]
 pub enum UnitsError {
     #[error(transparent)]
-    Escape(#[from] EscapeError),
+    UnitPath(#[from] UnitPathError),
     #[error(transparent)]
     Text(#[from] TextError),
     #[error("policy name `{0}`: a name under /etc/selinux is letters, digits, `_`, `-` and `.`")]
@@ -136,7 +136,11 @@ pub enum UnitsError {
 
 /// The units of `layout` for an image that holds its paths as `image`
 /// says.
-pub fn render(layout: &Layout, image: &Image, options: &Options) -> Result<UnitSet, UnitsError> {
+pub fn render(
+    layout: &Layout,
+    image: &Image,
+    options: &UnitsOptions,
+) -> Result<UnitSet, UnitsError> {
     let name_ok = !options.policy_name.is_empty()
         && !options.policy_name.starts_with('.')
         && options
@@ -352,7 +356,7 @@ fn top_directories(layout: &Layout) -> Vec<String> {
 fn boot_services(
     layout: &Layout,
     image: &Image,
-    options: &Options,
+    options: &UnitsOptions,
     set: &mut Builder,
 ) -> Result<(), UnitsError> {
     let tops = top_directories(layout);

@@ -15,7 +15,7 @@ const UNWRITABLE: [char; 4] = ['\\', '\'', '"', '$'];
 
 /// Why a path cannot name or appear in a unit.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum EscapeError {
+pub enum UnitPathError {
     #[error(
         "`{path}` contains `{character}`, which systemd reads as quoting or expansion in a unit \
          setting; semanifest writes no unit for it (rename the directory)"
@@ -29,12 +29,12 @@ pub enum EscapeError {
 }
 
 /// Refuses a path that a unit setting would not read back as written.
-pub fn check_writable(path: &str) -> Result<(), EscapeError> {
+pub fn check_writable(path: &str) -> Result<(), UnitPathError> {
     match path
         .chars()
         .find(|c| UNWRITABLE.contains(c) || c.is_control())
     {
-        Some(character) => Err(EscapeError::Unwritable {
+        Some(character) => Err(UnitPathError::Unwritable {
             path: path.to_owned(),
             character,
         }),
@@ -46,7 +46,7 @@ pub fn check_writable(path: &str) -> Result<(), EscapeError> {
 /// path: `/` between names becomes `-`; ASCII letters, digits, `:`, `_`
 /// and `.` stay (but a `.` that would start the name is escaped); every
 /// other byte, `-` and `\` included, becomes `\xNN`. `/` itself is `-`.
-pub fn unit_name(path: &str, suffix: &str) -> Result<String, EscapeError> {
+pub fn unit_name(path: &str, suffix: &str) -> Result<String, UnitPathError> {
     let trimmed = path.trim_matches('/');
     let mut name = String::with_capacity(trimmed.len() + suffix.len() + 1);
     if trimmed.is_empty() {
@@ -63,7 +63,7 @@ pub fn unit_name(path: &str, suffix: &str) -> Result<String, EscapeError> {
     name.push('.');
     name.push_str(suffix);
     if name.len() > UNIT_NAME_MAX {
-        return Err(EscapeError::TooLong {
+        return Err(UnitPathError::TooLong {
             path: path.to_owned(),
             length: name.len(),
         });
@@ -100,7 +100,7 @@ mod tests {
         let long = format!("/{}", "a".repeat(250));
         assert!(matches!(
             unit_name(&long, "mount"),
-            Err(EscapeError::TooLong { length: 256, .. })
+            Err(UnitPathError::TooLong { length: 256, .. })
         ));
         assert!(unit_name(&long[..250], "mount").is_ok());
         assert!(check_writable("/var/a$b").is_err());

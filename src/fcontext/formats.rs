@@ -2,15 +2,15 @@
 //! `read_spec_entries` + `process_line`) and the compiled `.bin` format
 //! (`load_mmap`, versions 1 to 5).
 //!
-//! Invariant: these functions only turn bytes into [`RawSpec`]s in file order,
+//! Invariant: these functions only turn bytes into [`ParsedSpec`]s in file order,
 //! with the exact-versus-regex flag and the stem libselinux would attach. They
 //! never touch the filesystem and never compile regexes.
 
-use super::{LoadError, Location, SpecProblem};
+use super::{LoadError, SpecLine, SpecProblem};
 
 /// One spec as libselinux stores it before sorting.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct RawSpec {
+pub(crate) struct ParsedSpec {
     /// The path-regex field, as written (ASCII).
     pub regex: Vec<u8>,
     /// `S_IFMT` bits from the type field, 0 when absent.
@@ -20,7 +20,7 @@ pub(crate) struct RawSpec {
     pub has_meta: bool,
     /// First path component when it has no meta character (the stem filter).
     pub stem: Option<Vec<u8>>,
-    pub location: Location,
+    pub line: SpecLine,
 }
 
 /// libselinux's "meta characters" (`spec_hasMetaChars`, `get_stem_from_spec`).
@@ -78,7 +78,7 @@ fn mode_of_type_field(field: &[u8]) -> Option<u32> {
 }
 
 /// Parses a text file_contexts. `file` names it in errors.
-pub(crate) fn parse_text(file: &str, text: &[u8]) -> Result<Vec<RawSpec>, LoadError> {
+pub(crate) fn parse_text(file: &str, text: &[u8]) -> Result<Vec<ParsedSpec>, LoadError> {
     let mut specs = Vec::new();
     let mut line_number: u32 = 0;
     for raw_line in text.split_inclusive(|&byte| byte == b'\n') {
@@ -90,7 +90,7 @@ pub(crate) fn parse_text(file: &str, text: &[u8]) -> Result<Vec<RawSpec>, LoadEr
         };
         let error = |problem| LoadError::Spec {
             file: file.to_owned(),
-            location: Location::Line(line_number),
+            line: SpecLine::Line(line_number),
             problem,
         };
         let start = line.iter().position(|&byte| !is_c_space(byte));
@@ -123,14 +123,14 @@ pub(crate) fn parse_text(file: &str, text: &[u8]) -> Result<Vec<RawSpec>, LoadEr
                 ))
             })?,
         };
-        specs.push(RawSpec {
+        specs.push(ParsedSpec {
             regex: regex.to_vec(),
             mode,
             // ASCII was checked above.
             context: String::from_utf8_lossy(context).into_owned(),
             has_meta: has_meta_chars(regex),
             stem: stem_of_spec(regex),
-            location: Location::Line(line_number),
+            line: SpecLine::Line(line_number),
         });
     }
     Ok(specs)
@@ -147,7 +147,7 @@ pub(crate) fn is_compiled(bytes: &[u8]) -> bool {
 
 /// What a compiled file holds besides its specs.
 pub(crate) struct CompiledFile {
-    pub specs: Vec<RawSpec>,
+    pub specs: Vec<ParsedSpec>,
     /// The PCRE2 version the file was built with: libselinux ignores the file
     /// (and reads the text one) when its own PCRE2 version differs.
     pub regex_version: Option<String>,
@@ -257,12 +257,12 @@ pub(crate) fn parse_compiled(file: &str, bytes: &[u8]) -> Result<CompiledFile, L
         cursor
             .take(usize::try_from(compiled_length).map_err(|_| truncated("regex code"))?)
             .ok_or_else(|| truncated("regex code"))?;
-        let location = Location::CompiledEntry(entry);
+        let line = SpecLine::CompiledEntry(entry);
         let non_ascii = |bytes: &[u8]| bytes.iter().find(|byte| !byte.is_ascii()).copied();
         if let Some(byte) = non_ascii(context).or_else(|| non_ascii(regex)) {
             return Err(LoadError::Spec {
                 file: file.to_owned(),
-                location,
+                line,
                 problem: SpecProblem::NonAscii(byte),
             });
         }
@@ -270,13 +270,13 @@ pub(crate) fn parse_compiled(file: &str, bytes: &[u8]) -> Result<CompiledFile, L
             .ok()
             .and_then(|index| stems.get(index))
             .cloned();
-        specs.push(RawSpec {
+        specs.push(ParsedSpec {
             regex: regex.to_vec(),
             mode,
             context: String::from_utf8_lossy(context).into_owned(),
             has_meta,
             stem,
-            location,
+            line,
         });
     }
     Ok(CompiledFile {
@@ -319,7 +319,7 @@ mod tests {
         assert_eq!(specs[0].mode, 0o040000);
         assert_eq!(specs[0].context, "x_u:r:t:s0");
         assert_eq!(specs[1].context, "ctx");
-        assert_eq!(specs[1].location, Location::Line(4));
+        assert_eq!(specs[1].line, SpecLine::Line(4));
         let error = parse_text("t", b"/a\n").unwrap_err();
         assert_eq!(
             error.to_string(),

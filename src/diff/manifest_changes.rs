@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{Category, Change, Kind};
+use super::{Category, Kind, ManifestChange};
 use crate::model::{Access, Domain, Layout, PathRule};
 use crate::policy::plan;
 
@@ -99,8 +99,8 @@ impl<'a> Side<'a> {
     }
 }
 
-fn change(category: Category, kind: Kind, summary: String) -> Change {
-    Change {
+fn change(category: Category, kind: Kind, summary: String) -> ManifestChange {
+    ManifestChange {
         category,
         kind,
         path: None,
@@ -113,7 +113,7 @@ fn change(category: Category, kind: Kind, summary: String) -> Change {
     }
 }
 
-impl Change {
+impl ManifestChange {
     fn at_path(mut self, path: &str) -> Self {
         self.path = Some(path.to_owned());
         self
@@ -138,7 +138,7 @@ impl Change {
 }
 
 /// Every manifest-level change from `old` to `new`.
-pub fn changes(old: &Layout, new: &Layout) -> Vec<Change> {
+pub fn changes(old: &Layout, new: &Layout) -> Vec<ManifestChange> {
     let (o, n) = (Side::new(old), Side::new(new));
     let mut out = Vec::new();
     domains(&o, &n, &mut out);
@@ -153,7 +153,7 @@ pub fn changes(old: &Layout, new: &Layout) -> Vec<Change> {
     out
 }
 
-fn domains(o: &Side<'_>, n: &Side<'_>, out: &mut Vec<Change>) {
+fn domains(o: &Side<'_>, n: &Side<'_>, out: &mut Vec<ManifestChange>) {
     let keys: BTreeSet<&str> = o.domains.keys().chain(n.domains.keys()).copied().collect();
     for key in keys {
         match (o.domain(key), n.domain(key)) {
@@ -241,7 +241,7 @@ fn domains(o: &Side<'_>, n: &Side<'_>, out: &mut Vec<Change>) {
     }
 }
 
-fn transitions(o: &Side<'_>, n: &Side<'_>, out: &mut Vec<Change>) {
+fn transitions(o: &Side<'_>, n: &Side<'_>, out: &mut Vec<ManifestChange>) {
     let edges = |side: &Side<'_>| -> BTreeSet<(String, String)> {
         side.layout
             .domains
@@ -298,7 +298,7 @@ fn transitions(o: &Side<'_>, n: &Side<'_>, out: &mut Vec<Change>) {
     }
 }
 
-fn paths(o: &Side<'_>, n: &Side<'_>, out: &mut Vec<Change>) {
+fn paths(o: &Side<'_>, n: &Side<'_>, out: &mut Vec<ManifestChange>) {
     let all: BTreeSet<&str> = o.paths.keys().chain(n.paths.keys()).copied().collect();
     for path in all {
         match (o.paths.get(path), n.paths.get(path)) {
@@ -387,7 +387,7 @@ fn paths(o: &Side<'_>, n: &Side<'_>, out: &mut Vec<Change>) {
 /// Access per (domain, path) through the rule that governs the path on
 /// each side: a new path is compared with the rule that covered it before,
 /// a removed one with the rule its subtree falls to.
-fn access(o: &Side<'_>, n: &Side<'_>, out: &mut Vec<Change>) {
+fn access(o: &Side<'_>, n: &Side<'_>, out: &mut Vec<ManifestChange>) {
     let all: BTreeSet<&str> = o.paths.keys().chain(n.paths.keys()).copied().collect();
     for path in all {
         let keys: BTreeSet<&str> = o.keys_at(path).into_iter().chain(n.keys_at(path)).collect();
@@ -455,7 +455,7 @@ fn access(o: &Side<'_>, n: &Side<'_>, out: &mut Vec<Change>) {
 
 /// `search` on ancestors' types: the same rules `policy::plan` generates,
 /// compared as (domain type, ancestor type) and reported in manifest terms.
-fn traversal(o: &Side<'_>, n: &Side<'_>, out: &mut Vec<Change>) {
+fn traversal(o: &Side<'_>, n: &Side<'_>, out: &mut Vec<ManifestChange>) {
     type Rules = BTreeMap<(String, String), (Vec<String>, Vec<String>)>;
     let rules = |side: &Side<'_>| -> Rules {
         plan::plan(side.layout, "", None)
@@ -517,7 +517,7 @@ type Toggle = (Category, fn(&PathRule) -> bool, &'static str);
 
 /// Protection, hostPath and removable roots, lifecycle and mount; a path
 /// that appears or disappears counts with its flags.
-fn flags(o: &Side<'_>, n: &Side<'_>, out: &mut Vec<Change>) {
+fn flags(o: &Side<'_>, n: &Side<'_>, out: &mut Vec<ManifestChange>) {
     let all: BTreeSet<&str> = o.paths.keys().chain(n.paths.keys()).copied().collect();
     for path in all {
         let (a, b) = (o.paths.get(path), n.paths.get(path));
