@@ -688,3 +688,94 @@ fn the_reader_finds_each_kind_of_violation() {
         "{found:#?}"
     );
 }
+
+/// Stems two or more files under `src/` may share, each with every file
+/// that may hold it: the same thing seen from two sides, never two things.
+const SHARED_STEMS: [(&str, &[&str]); 9] = [
+    // `cli/<subcommand>.rs` is named after its subcommand, which is the
+    // library module it drives.
+    ("apply", &["cli/apply.rs", "node/apply.rs"]),
+    ("check", &["check/mod.rs", "cli/check.rs"]),
+    ("diff", &["diff/mod.rs", "cli/diff.rs"]),
+    ("prune", &["cli/prune.rs", "node/prune.rs"]),
+    ("relabel", &["relabel/mod.rs", "cli/relabel.rs"]),
+    ("units", &["units/mod.rs", "cli/units.rs"]),
+    // `semanifest layout` shows and validates the layout manifest that
+    // `check`'s layout phase checks.
+    ("layout", &["check/layout.rs", "cli/layout.rs"]),
+    // `check`'s store phase checks a layout against the store `store` reads.
+    ("store", &["store/mod.rs", "check/store.rs"]),
+    // Each producer's own list of `diag::Rule`s.
+    ("rules", &["check/rules.rs", "manifest/rules.rs"]),
+];
+
+/// Files whose module name (file stem; a directory's for `mod.rs`) another
+/// file has too, unless [`SHARED_STEMS`] allows every file holding it.
+fn shared_stems(files: &BTreeMap<String, String>) -> Vec<String> {
+    let mut by_stem: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for file in files.keys() {
+        if file == "lib.rs" || file == "main.rs" {
+            continue;
+        }
+        let module = file.trim_end_matches(".rs").trim_end_matches("/mod");
+        let stem = module.rsplit('/').next().unwrap_or(module);
+        by_stem.entry(stem).or_default().insert(file);
+    }
+    by_stem
+        .into_iter()
+        .filter(|(_, holders)| holders.len() > 1)
+        .filter(|(stem, holders)| {
+            !SHARED_STEMS.iter().any(|(allowed, allowed_files)| {
+                allowed == stem && holders.iter().all(|f| allowed_files.contains(f))
+            })
+        })
+        .map(|(stem, holders)| {
+            let holders: Vec<&str> = holders.into_iter().collect();
+            format!("`{stem}` names {}", holders.join(" and "))
+        })
+        .collect()
+}
+
+/// No two modules share a name for different things (ARCHITECTURE.md,
+/// Names). Controls: a second `policy` is found, an allowed stem held by a
+/// file not on its list is found, and the allowed pairs are not.
+#[test]
+fn no_two_modules_share_a_name_for_different_things() {
+    let mut files = BTreeMap::new();
+    read_tree(
+        Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/src")),
+        "",
+        &mut files,
+    );
+    assert!(files.contains_key("policy/mod.rs") && files.contains_key("cli/check.rs"));
+    let found = shared_stems(&files);
+    assert!(
+        found.is_empty(),
+        "one name, two things:\n{}",
+        found.join("\n")
+    );
+
+    let with = |extra: &str| {
+        let mut files = files.clone();
+        files.insert(extra.to_owned(), String::new());
+        shared_stems(&files)
+    };
+    assert_eq!(
+        with("check/policy.rs"),
+        ["`policy` names check/policy.rs and policy/mod.rs"]
+    );
+    assert_eq!(
+        with("diff/store.rs"),
+        ["`store` names check/store.rs and diff/store.rs and store/mod.rs"]
+    );
+    assert_eq!(
+        shared_stems(&tree(&[
+            ("lib.rs", ""),
+            ("check/mod.rs", ""),
+            ("check/rules.rs", ""),
+            ("manifest/rules.rs", ""),
+            ("cli/check.rs", ""),
+        ])),
+        Vec::<String>::new()
+    );
+}

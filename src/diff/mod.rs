@@ -3,16 +3,17 @@
 //! security-relevant.
 //!
 //! Flow: `source` (a file or `git:REV:PATH`) → two [`Parsed`] layouts →
-//! `model` (domains, paths, access, traversal, protections, roots,
-//! lifecycle and mount) + `labels` (which paths change type, from the two
-//! file_contexts through the lookup engine) + `k8s` (which hostPath volumes
-//! change verdict) → [`LayoutDiff`] → `render` (human, markdown, JSON).
-//! `policy` cross-checks a diff against `sediff` of the two compiled
-//! policies: every allow rule that changed must be explained by a change.
+//! `manifest_changes` (domains, paths, access, traversal, protections,
+//! roots, lifecycle and mount) + `label_changes` (which paths change type,
+//! from the two file_contexts through the lookup engine) +
+//! `volume_changes` (which hostPath volumes change verdict) →
+//! [`LayoutDiff`] → `render` (human, markdown, JSON). `sediff`
+//! cross-checks a diff against `sediff` of the two compiled policies:
+//! every allow rule that changed must be explained by a change.
 //!
 //! Invariants: the diff is computed from the models alone (no I/O but in
-//! `source`, `policy` and the k8s loader); every [`ManifestChange`] names the
-//! (domain type, file type) pairs of allow rules it may alter, so the
+//! `source`, `sediff` and the k8s loader); every [`ManifestChange`] names
+//! the (domain type, file type) pairs of allow rules it may alter, so the
 //! policy cross-check needs no second opinion.
 
 pub mod label_changes;
