@@ -36,7 +36,7 @@ Examples:
       --stock-out stock/ --profile refpolicy";
 
 #[derive(Clone, Copy, ValueEnum)]
-pub enum Target {
+pub enum BuildTarget {
     /// Base policy + module compiled into a complete policy.33.
     Standalone,
     /// One module for an existing policy store (needs --against).
@@ -55,7 +55,7 @@ pub struct Args {
     out: PathBuf,
     /// What to produce.
     #[arg(long, value_enum, default_value = "standalone")]
-    target: Target,
+    target: BuildTarget,
     /// Extra CIL compiled with the policy; held to the layout's neverallows.
     #[arg(long = "include", value_name = "FILE.cil")]
     includes: Vec<PathBuf>,
@@ -85,7 +85,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<u8> {
-    if let Target::Module = args.target {
+    if let BuildTarget::Module = args.target {
         if args.install_root.is_some() || args.unsafe_disable_neverallow {
             bail!("--install-root is for the standalone target; install a module with `semodule -X 400 -i`");
         }

@@ -456,8 +456,8 @@ fn access(o: &Side<'_>, n: &Side<'_>, out: &mut Vec<ManifestChange>) {
 /// `search` on ancestors' types: the same rules `policy::plan` generates,
 /// compared as (domain type, ancestor type) and reported in manifest terms.
 fn traversal(o: &Side<'_>, n: &Side<'_>, out: &mut Vec<ManifestChange>) {
-    type Rules = BTreeMap<(String, String), (Vec<String>, Vec<String>)>;
-    let rules = |side: &Side<'_>| -> Rules {
+    type Traversals = BTreeMap<(String, String), (Vec<String>, Vec<String>)>;
+    let rules = |side: &Side<'_>| -> Traversals {
         plan::plan(side.layout, "", None)
             .traversals
             .into_iter()
