@@ -511,7 +511,7 @@ fn units_out_writes_the_files_build_installs() {
             .arg(units_dir.path()));
         assert!(output.status.success(), "{name}: {}", stderr(&output));
         let mut installed = read_tree(built.path());
-        installed.retain(|path, _| !path.starts_with("etc/"));
+        installed.retain(|path, _| !path.starts_with("etc/") && path != "usr/bin/semanifest");
         assert_eq!(installed, read_tree(units_dir.path()), "{name}");
         for script in ["kubensenter", "kubens"] {
             let file = units_dir.path().join("usr/lib/semanifest").join(script);
@@ -725,6 +725,109 @@ fn install_follows_no_symlink_in_the_image() {
         .path()
         .join("usr/lib/systemd/system/var-run.mount")
         .is_file());
+}
+
+fn build_into(root: &Path, extra: &[&str]) -> std::process::Output {
+    let out = tempfile::tempdir().unwrap();
+    run(semanifest()
+        .arg("build")
+        .arg("--out")
+        .arg(out.path())
+        .arg("--install-root")
+        .arg(root)
+        .args(extra))
+}
+
+/// The units run /usr/bin/semanifest, so `build --install-root` puts the
+/// running binary there (0755, the same bytes) and it runs; with
+/// `--no-install-binary` (the control) nothing is at that name.
+#[test]
+fn build_installs_the_binary_the_units_run() {
+    let root = tempfile::tempdir().unwrap();
+    let output = build_into(root.path(), &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let installed = root.path().join("usr/bin/semanifest");
+    assert!(
+        stderr(&output).contains(&format!("wrote {}", installed.display())),
+        "{}",
+        stderr(&output)
+    );
+    let meta = fs::symlink_metadata(&installed).unwrap();
+    assert!(meta.is_file());
+    assert_eq!(meta.permissions().mode() & 0o7777, 0o755);
+    assert_eq!(
+        fs::read(&installed).unwrap(),
+        fs::read(env!("CARGO_BIN_EXE_semanifest")).unwrap()
+    );
+    let version = run(Command::new(&installed).arg("--version"));
+    assert!(version.status.success(), "{}", stderr(&version));
+    assert!(
+        common::stdout(&version).starts_with("semanifest "),
+        "{}",
+        common::stdout(&version)
+    );
+    let names: Vec<String> = fs::read_dir(root.path().join("usr/bin"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["semanifest"], "no temporary left behind");
+
+    let packaged = tempfile::tempdir().unwrap();
+    let output = build_into(packaged.path(), &["--no-install-binary"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(!packaged.path().join("usr/bin/semanifest").exists());
+    assert!(packaged
+        .path()
+        .join("usr/lib/systemd/system/semanifest-apply.service")
+        .is_file());
+
+    let out = tempfile::tempdir().unwrap();
+    let output = run(semanifest()
+        .arg("build")
+        .arg("--out")
+        .arg(out.path())
+        .arg("--no-install-binary"));
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("--install-root"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+/// A symlink at ROOT/usr/bin pointing out of the image is refused by name
+/// and nothing beneath its target changes; a symlink at the binary's own
+/// name is replaced, never written through. Control: the same build into a
+/// plain root writes the binary (above).
+#[test]
+fn the_binary_is_installed_through_no_symlink() {
+    let sentinel = tempfile::tempdir().unwrap();
+    fs::write(sentinel.path().join("semanifest"), "the host's own").unwrap();
+    fs::write(sentinel.path().join("sh"), "#!/bin/true\n").unwrap();
+    let before = snapshot(sentinel.path());
+
+    let root = tempfile::tempdir().unwrap();
+    fs::create_dir(root.path().join("usr")).unwrap();
+    symlink(sentinel.path(), root.path().join("usr/bin")).unwrap();
+    let output = build_into(root.path(), &[]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let expected = format!("{}/usr/bin: a symlink is in the way", root.path().display());
+    assert!(stderr(&output).contains(&expected), "{}", stderr(&output));
+    assert_eq!(snapshot(sentinel.path()), before);
+
+    let root = tempfile::tempdir().unwrap();
+    fs::create_dir_all(root.path().join("usr/bin")).unwrap();
+    let target = sentinel.path().join("semanifest");
+    symlink(&target, root.path().join("usr/bin/semanifest")).unwrap();
+    let output = build_into(root.path(), &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let installed = root.path().join("usr/bin/semanifest");
+    assert!(fs::symlink_metadata(&installed).unwrap().is_file());
+    assert_eq!(
+        fs::read(&installed).unwrap(),
+        fs::read(env!("CARGO_BIN_EXE_semanifest")).unwrap()
+    );
+    assert_eq!(snapshot(sentinel.path()), before);
 }
 
 /// A path a unit setting would read otherwise than written is refused by

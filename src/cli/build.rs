@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context as _, Result};
 use clap::{Args as ClapArgs, ValueEnum};
 use semanifest::policy::{self, BuildOptions};
 
@@ -30,7 +30,8 @@ only: a `semodule -p` ROOT, /var/lib/selinux/NAME, or a directory of CIL from
 Examples:
   semanifest build --out out/
   semanifest build --layout worker.yaml --out out/ --include site.cil
-  semanifest build --out out/ --install-root /sysroot   # policy and units; boot /sysroot
+  semanifest build --out out/ --install-root /sysroot   # policy, units, binary; boot /sysroot
+  semanifest build --out out/ --install-root /sysroot --no-install-binary   # packaged
   semanifest build --target module --against / --out out/   # this host's policy
   semanifest build --target module --against /var/lib/selinux/default --out out/ \\
       --stock-out stock/ --profile refpolicy";
@@ -60,11 +61,17 @@ pub struct Args {
     #[arg(long = "include", value_name = "FILE.cil")]
     includes: Vec<PathBuf>,
     /// Also install into the image at ROOT: the policy under
-    /// ROOT/etc/selinux/NAME (config, policy, file_contexts) and the units
+    /// ROOT/etc/selinux/NAME (config, policy, file_contexts), the units
     /// that boot the layout under ROOT/usr/lib/systemd/system, enabled
-    /// (see `semanifest units`).
+    /// (see `semanifest units`), and this semanifest binary as
+    /// ROOT/usr/bin/semanifest, which the units run.
     #[arg(long, value_name = "ROOT")]
     install_root: Option<PathBuf>,
+    /// With --install-root: do not install this binary as
+    /// ROOT/usr/bin/semanifest (the image provides it otherwise, e.g. from
+    /// a package).
+    #[arg(long, requires = "install_root")]
+    no_install_binary: bool,
     /// Policy name under /etc/selinux with --install-root.
     #[arg(long, value_name = "NAME", default_value = "semanifest")]
     policy_name: String,
@@ -111,6 +118,12 @@ pub fn run(args: Args) -> Result<u8> {
         )?),
         None => None,
     };
+    // This binary, read once, before anything is written: what the image's
+    // units run.
+    let binary = match &args.install_root {
+        Some(_) if !args.no_install_binary => Some(running_binary()?),
+        _ => None,
+    };
     let options = BuildOptions {
         out_dir: args.out,
         secilc: args.secilc,
@@ -134,5 +147,15 @@ pub fn run(args: Args) -> Result<u8> {
     if let (Some(root), Some(units)) = (&args.install_root, &units) {
         super::units::write(units, root, true)?;
     }
+    if let (Some(root), Some(binary)) = (&args.install_root, &binary) {
+        let path = semanifest::units::install_binary(root, binary)?;
+        eprintln!("wrote {}", path.display());
+    }
     Ok(super::EXIT_OK)
+}
+
+/// The bytes of the running semanifest.
+fn running_binary() -> Result<Vec<u8>> {
+    let exe = std::env::current_exe().context("cannot find the running semanifest binary")?;
+    std::fs::read(&exe).with_context(|| format!("{}: cannot read", exe.display()))
 }

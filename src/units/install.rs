@@ -61,6 +61,17 @@ pub fn install(set: &UnitSet, root: &Path, enable: bool) -> Result<Written, Inst
     Ok(written)
 }
 
+/// Writes `bytes` (the running semanifest, read by the caller) to
+/// [`SEMANIFEST`](super::SEMANIFEST) beneath `root`, mode 0755, through
+/// [`write_file`]: the units run it, so an image built with the units holds
+/// it too.
+pub fn install_binary(root: &Path, bytes: &[u8]) -> Result<PathBuf, InstallError> {
+    let root = Root::open(root)?;
+    let key = super::SEMANIFEST.as_bytes();
+    write_file(&root, key, bytes, 0o755)?;
+    Ok(display(&root, key))
+}
+
 fn display(root: &Root, key: &[u8]) -> PathBuf {
     use std::os::unix::ffi::OsStrExt;
     PathBuf::from(std::ffi::OsStr::from_bytes(&root.display(key)))

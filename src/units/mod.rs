@@ -23,7 +23,7 @@ mod text;
 use crate::model::{is_within, Layout, Lifecycle, NodeBoot, Propagation};
 
 pub use image::{Held, Image, ImageError};
-pub use install::{install, InstallError, Written};
+pub use install::{install, install_binary, InstallError, Written};
 pub use systemd_escape::{check_writable, unit_name, UnitPathError, UNIT_NAME_MAX};
 pub use text::TextError;
 
@@ -42,8 +42,9 @@ pub const LIB_DIR: &str = "/usr/lib/semanifest";
 pub const LAYOUT_FILE: &str = "/usr/lib/semanifest/layout.yaml";
 pub const KUBENSENTER: &str = "/usr/lib/semanifest/kubensenter";
 pub const KUBENS_HELPER: &str = "/usr/lib/semanifest/kubens";
-/// The semanifest the units run; the image provides it (a package, or the
-/// image pipeline), as it provides containerd.
+/// The semanifest the units run: `build --install-root` installs the
+/// running binary here unless the image provides it otherwise (a package,
+/// `--no-install-binary`).
 pub const SEMANIFEST: &str = "/usr/bin/semanifest";
 /// Where kubens pins its namespace unless `$KUBENSMNT` says otherwise.
 pub const KUBENSMNT: &str = "/run/kubens/mnt";
