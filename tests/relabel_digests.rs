@@ -95,10 +95,13 @@ impl Fixture {
     }
 
     /// The differential: a full relabel (same scope) after the skipping
-    /// runs changes nothing, so their labels are the full relabel's.
+    /// runs would change nothing, so their labels are the full relabel's.
+    /// A dry run: a writing relabel without the flag removes digests.
     fn assert_same_as_full(&self, extra: &[&str]) {
         let after_skip = labels(&dump(&self.srv()));
-        let summary = self.run_json(extra, 0);
+        let mut args = vec!["--dry-run"];
+        args.extend_from_slice(extra);
+        let summary = self.run_json(&args, 0);
         assert_eq!(summary["relabelled"], 0, "full pass after skips: {summary}");
         assert_eq!(labels(&dump(&self.srv())), after_skip);
     }
@@ -593,4 +596,38 @@ fn force_file_forces_one_full_pass_without_errors() {
     // Control: the next pass skips again.
     assert_eq!(fixture.skip(&args)["examined"], 1);
     fixture.assert_same_as_full(&[]);
+}
+
+/// A relabel without the flag may write labels under other specs than the
+/// digests': it removes the digests of every directory it walks and of its
+/// operands' ancestors, so returning to the old specs walks them again.
+#[test]
+fn relabel_without_the_flag_removes_the_digests_it_could_falsify() {
+    let fixture = Fixture::new();
+    let srv = fixture.srv();
+    fixture.skip(&[]);
+    fixture.specs(&SPECS.replace("var_log_t", "var_log2_t"));
+    let output = relabel(&fixture.fc, Some(&fixture.root), &[], &[&srv.join("log/a")]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr_of(&output));
+    for path in ["", "log", "log/a"] {
+        assert_eq!(digest_of(&srv.join(path)), None, "{path}");
+    }
+    // Control: directories it neither walked nor passed keep theirs.
+    for path in ["log/b", "etc", "data"] {
+        assert!(digest_of(&srv.join(path)).is_some(), "{path}");
+    }
+    // Back to the old specs: the skipping run walks the way down again
+    // and puts a back.
+    fixture.specs(SPECS);
+    let summary = fixture.skip(&[]);
+    assert_eq!(
+        summary["relabelled"],
+        1 + count_below(&srv.join("log/a")),
+        "{summary}"
+    );
+    fixture.assert_same_as_full(&[]);
+    // Control: a dry run without the flag removes nothing.
+    let before = digests(&srv);
+    fixture.run_json(&["--dry-run"], 0);
+    assert_eq!(digests(&srv), before);
 }

@@ -170,7 +170,10 @@ pub const DIGEST_VERSION: u32 = 1;
 /// What the walk does with per-directory subtree digests.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Digests {
-    /// Neither read nor written: every object is examined.
+    /// Never read: every object is examined. With [`WriteMode::Write`],
+    /// the digest of every directory walked and of every operand's
+    /// ancestor is removed: labels written under other specs must not be
+    /// vouched for by them.
     #[default]
     Ignore,
     /// A directory whose stored digest matches the digest of its live specs

@@ -71,6 +71,14 @@ pub fn relabel<L: LabelLookup + ?Sized>(
             Ok(Operand { key, entry })
         })
         .collect::<Result<Vec<_>, RelabelError>>()?;
+    let mut early = Tally::default();
+    if options.write == WriteMode::Write {
+        // The digests of the operands' ancestors cover what this run may
+        // change, and this walk cannot keep them right: they go first.
+        for operand in &operands {
+            forget_ancestor_digests(&root, &operand.key, observer, &mut early);
+        }
+    }
 
     let mut pool = rayon::ThreadPoolBuilder::new().thread_name(|i| format!("relabel-{i}"));
     if let Some(jobs) = options.jobs {
@@ -87,6 +95,7 @@ pub fn relabel<L: LabelLookup + ?Sized>(
         hard_links: HardLinks::default(),
         totals: Totals::default(),
     };
+    walker.totals.add(&early);
     pool.scope(|scope| {
         for operand in operands {
             walker.start(scope, operand);
@@ -95,6 +104,36 @@ pub fn relabel<L: LabelLookup + ?Sized>(
     let mut summary = walker.totals.snapshot();
     summary.seconds = started.elapsed().as_secs_f64();
     Ok(summary)
+}
+
+/// Removes the subtree digest of every directory strictly above `key` (up
+/// to the root): a digest there would vouch for labels this run may write
+/// under other specs. Errors are reported; a filesystem without xattrs or a
+/// caller without `CAP_SYS_ADMIN` (who cannot read `trusted.*` either) is
+/// not an error.
+fn forget_ancestor_digests(root: &Root, key: &[u8], observer: &dyn Observer, tally: &mut Tally) {
+    let ancestors = key
+        .iter()
+        .enumerate()
+        .filter(|&(at, &byte)| byte == b'/' && at + 1 < key.len())
+        .map(|(at, _)| if at == 0 { &key[..1] } else { &key[..at] });
+    for ancestor in ancestors {
+        let Ok(fd) = root.open_dir_beneath(ancestor) else {
+            continue;
+        };
+        let proc_path = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&fd));
+        match rustix::fs::removexattr(proc_path.as_str(), DIGEST_XATTR) {
+            Ok(()) | Err(Errno::NODATA | Errno::OPNOTSUPP | Errno::PERM) => {}
+            Err(errno) => {
+                tally.errors += 1;
+                observer.failed(&ObjectError {
+                    path: root.display(ancestor),
+                    operation: Operation::RemoveDigest,
+                    source: errno.into(),
+                });
+            }
+        }
+    }
 }
 
 /// A command-line path, resolved below the root: where the walk starts.
@@ -422,6 +461,15 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
         }
         let mut subtree = None;
         match self.options.digests {
+            // A walk that may write labels under other specs than a
+            // digest's must not leave it: a later --skip-unchanged with
+            // those specs would trust labels they did not decide.
+            Digests::Ignore if self.options.write == WriteMode::Write => {
+                match rustix::fs::fremovexattr(&fd, DIGEST_XATTR) {
+                    Ok(()) | Err(Errno::NODATA | Errno::OPNOTSUPP | Errno::PERM) => {}
+                    Err(errno) => self.fail(object, Operation::RemoveDigest, errno, tally),
+                }
+            }
             Digests::Ignore => {}
             Digests::Forget => match rustix::fs::fremovexattr(&fd, DIGEST_XATTR) {
                 Ok(()) | Err(Errno::NODATA) => {}
