@@ -123,7 +123,7 @@ fn forget_ancestor_digests(root: &Root, key: &[u8], observer: &dyn Observer, tal
         };
         let proc_path = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&fd));
         match rustix::fs::removexattr(proc_path.as_str(), DIGEST_XATTR) {
-            Ok(()) | Err(Errno::NODATA | Errno::OPNOTSUPP | Errno::PERM) => {}
+            Ok(()) | Err(Errno::NODATA | Errno::OPNOTSUPP | Errno::PERM | Errno::ROFS) => {}
             Err(errno) => {
                 tally.errors += 1;
                 observer.failed(&ObjectError {
@@ -466,7 +466,7 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
             // those specs would trust labels they did not decide.
             Digests::Ignore if self.options.write == WriteMode::Write => {
                 match rustix::fs::fremovexattr(&fd, DIGEST_XATTR) {
-                    Ok(()) | Err(Errno::NODATA | Errno::OPNOTSUPP | Errno::PERM) => {}
+                    Ok(()) | Err(Errno::NODATA | Errno::OPNOTSUPP | Errno::PERM | Errno::ROFS) => {}
                     Err(errno) => self.fail(object, Operation::RemoveDigest, errno, tally),
                 }
             }
