@@ -407,3 +407,135 @@ fn labels_walk_raises_the_open_file_limit() {
     let errors = with_limit("-Sn");
     assert!(errors.is_empty(), "{errors:#?}");
 }
+
+/// An image that holds `/var/run` as a symlink (Debian's `var/run ->
+/// ../run`): `--keep-symlink /var/run` keeps it as `apply --keep-symlink`
+/// does, a note instead of `apply-blocked`, and nothing below the link's
+/// target is reported or changed. Control: without the flag the same root
+/// reports `apply-blocked` at /var/run. A path the layout does not have,
+/// or the flag without --labels, is a usage error.
+#[test]
+fn labels_keep_a_symlink_as_apply_does() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let root = dir.path();
+    fs::create_dir_all(root.join("var")).unwrap();
+    fs::create_dir_all(root.join("run/lock")).unwrap();
+    fs::write(root.join("run/lock/held"), b"x").unwrap();
+    std::os::unix::fs::symlink("../run", root.join("var/run")).unwrap();
+    let output = run(semanifest()
+        .args(["apply", "--keep-symlink", "/var/run", "--root"])
+        .arg(root));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let output = run(semanifest()
+        .args([
+            "relabel",
+            "--layout",
+            "layouts/structured-var.yaml",
+            "--root",
+        ])
+        .arg(root)
+        .arg(root));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let run_before = fs::read_dir(root.join("run"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect::<Vec<_>>();
+    let rules = |output: &std::process::Output| -> Vec<(String, String)> {
+        let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        json["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                (
+                    f["rule"].as_str().unwrap().to_owned(),
+                    f["message"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+    let var_run = format!("{}/var/run", root.display());
+
+    // Control: without the flag, /var/run is in the way of apply.
+    let output = check(&["--labels", root.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let found = rules(&output);
+    assert!(
+        found
+            .iter()
+            .any(|(rule, message)| rule == "apply-blocked" && message.starts_with(&var_run)),
+        "{found:#?}"
+    );
+
+    let output = check(&[
+        "--labels",
+        root.to_str().unwrap(),
+        "--keep-symlink",
+        "/var/run",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&output),
+        stderr(&output)
+    );
+    let found = rules(&output);
+    assert!(
+        !found
+            .iter()
+            .any(|(rule, _)| rule.starts_with("apply-") && rule != "apply-kept-symlink"),
+        "{found:#?}"
+    );
+    assert_eq!(
+        found
+            .iter()
+            .filter(|(rule, _)| rule == "apply-kept-symlink")
+            .map(|(_, message)| message.as_str())
+            .collect::<Vec<_>>(),
+        [format!(
+            "{var_run}: a symlink to /run, kept as the image holds it (never followed)"
+        )],
+        "{found:#?}"
+    );
+    let output = check(&[
+        "--labels",
+        root.to_str().unwrap(),
+        "--keep-symlink",
+        "/var/run",
+    ]);
+    assert!(
+        stdout(&output).contains("note[apply-kept-symlink]"),
+        "{}",
+        stdout(&output)
+    );
+    assert_eq!(
+        fs::read_link(root.join("var/run")).unwrap(),
+        Path::new("../run")
+    );
+    assert_eq!(
+        fs::read_dir(root.join("run"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect::<Vec<_>>(),
+        run_before
+    );
+
+    let output = check(&[
+        "--labels",
+        root.to_str().unwrap(),
+        "--keep-symlink",
+        "/srv/x",
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("--keep-symlink /srv/x: not a path of the layout"),
+        "{}",
+        stderr(&output)
+    );
+    let output = check(&["--keep-symlink", "/var/run"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("--labels"), "{}", stderr(&output));
+}

@@ -37,15 +37,27 @@ pub struct LabelReport {
 
 /// Checks the labels under `root`, an image or node root: `ROOT/var/x` is
 /// looked up as `/var/x`, like `setfiles -r ROOT`; then the declared
-/// directories' existence, mode and owner, as `apply --check` does.
+/// directories' existence, mode and owner, as `apply --check` does,
+/// keeping the symlinks at `keep` as `apply --keep-symlink` does (each one
+/// kept is a note).
 pub fn check(
     layout: &Layout,
     contexts: &FileContexts,
     root: &Path,
+    keep: &[String],
 ) -> Result<LabelReport, LabelsError> {
     let mut report = walk(contexts, root)?;
     let root = Root::open(root).map_err(NodeError::from)?;
-    let applied = node::apply(layout, contexts, &root, ApplyMode::Check)?;
+    let applied = node::apply_keeping(layout, contexts, &root, ApplyMode::Check, keep)?;
+    report.findings.extend(applied.kept.iter().map(|kept| {
+        finding(
+            &rules::APPLY_KEPT_SYMLINK,
+            format!(
+                "{}: a symlink to {}, kept as the image holds it (never followed)",
+                kept.path, kept.target
+            ),
+        )
+    }));
     for change in &applied.changes {
         let (rule, severity, message) = match &change.what {
             // The walk reported it.

@@ -28,6 +28,9 @@ pub struct CheckOptions {
     pub includes: Vec<PathBuf>,
     pub k8s: Vec<PathBuf>,
     pub labels: Option<PathBuf>,
+    /// With `labels`: layout paths the image holds as symlinks out of the
+    /// layout, kept as `apply --keep-symlink` keeps them.
+    pub keep_symlinks: Vec<String>,
     pub secilc: Option<PathBuf>,
 }
 
@@ -140,15 +143,17 @@ fn workload_and_label_phases(
             Err(error) => outcome
                 .input_errors
                 .push(InputError::FileContexts(error).to_string()),
-            Ok(contexts) => match labels::check(&parsed.layout, &contexts, root) {
-                Ok(report) => {
-                    outcome.labels_examined = Some(report.summary.examined);
-                    outcome.findings.extend(report.findings);
+            Ok(contexts) => {
+                match labels::check(&parsed.layout, &contexts, root, &options.keep_symlinks) {
+                    Ok(report) => {
+                        outcome.labels_examined = Some(report.summary.examined);
+                        outcome.findings.extend(report.findings);
+                    }
+                    Err(error) => outcome
+                        .input_errors
+                        .push(format!("--labels {}: {error}", root.display())),
                 }
-                Err(error) => outcome
-                    .input_errors
-                    .push(format!("--labels {}: {error}", root.display())),
-            },
+            }
         }
     }
 }

@@ -60,6 +60,9 @@ rule!(APPLY_MISSING, "apply-missing", "ApplyMissing", Warning,
 rule!(APPLY_BLOCKED, "apply-blocked", "ApplyBlocked", Error,
     "Something apply never replaces is in the way of a declared directory (a file, a symlink), or it cannot be reached.",
     "`semanifest apply` deletes nothing and follows no symlink, so the directory cannot be placed until someone looks at what is there.");
+rule!(APPLY_KEPT_SYMLINK, "apply-kept-symlink", "ApplyKeptSymlink", Note,
+    "A declared path named with --keep-symlink is a symlink out of the layout, kept as the image holds it.",
+    "`semanifest apply --keep-symlink` keeps it the same way and never follows it; the boot units pass it for every such path they found in the image.");
 
 rule!(STORE_MAPPING, "store-mapping", "StoreMapping", Error,
     "A layout domain cannot run as the store type it maps to.",
@@ -84,7 +87,7 @@ rule!(STORE_REACH, "store-reach", "StoreReach", Note,
     "On a distribution, unconfined and administrative domains reach every file type; the protection holds against workloads, and the rest is shown, not hidden.");
 
 /// Every rule of this module, for documentation and SARIF.
-pub static RULES: [&Rule; 19] = [
+pub static RULES: [&Rule; 20] = [
     &FC_SHADOWED,
     &FC_ORDER,
     &FC_BASE_OVERLAP,
@@ -97,6 +100,7 @@ pub static RULES: [&Rule; 19] = [
     &APPLY_DRIFT,
     &APPLY_MISSING,
     &APPLY_BLOCKED,
+    &APPLY_KEPT_SYMLINK,
     &STORE_MAPPING,
     &STORE_FILECON,
     &STORE_FILECON_RESOLVED,

@@ -3,10 +3,9 @@
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Context as _};
+use anyhow::Context as _;
 use clap::Args as ClapArgs;
 use semanifest::fsroot::Root;
-use semanifest::model::ancestors;
 use semanifest::node::{self, ApplyMode};
 
 use super::{EXIT_FINDINGS, EXIT_OK};
@@ -69,16 +68,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     } else {
         ApplyMode::Write
     };
-    for path in &args.keep_symlink {
-        let known = parsed
-            .layout
-            .paths
-            .iter()
-            .any(|rule| rule.path == *path || ancestors(&rule.path).any(|a| a == path));
-        if !known {
-            bail!("--keep-symlink {path}: not a path of the layout nor an ancestor of one");
-        }
-    }
+    node::unknown_keep(&parsed.layout, &args.keep_symlink).map_err(anyhow::Error::msg)?;
     let root = Root::open(&args.root)?;
     let report = node::apply_keeping(&parsed.layout, &contexts, &root, mode, &args.keep_symlink)?;
     for kept in &report.kept {

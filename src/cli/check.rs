@@ -33,7 +33,11 @@ Phases, in order:
               security.selinux differs from the layout (ROOT is an image or
               node root, as in `setfiles -r`), and every declared directory
               that is missing, blocked, or has another mode or owner than
-              the layout says (what `semanifest apply` would change)
+              the layout says (what `semanifest apply` would change); a
+              path named with --keep-symlink that the image holds as a
+              symlink out of the layout (Debian's /var/run -> /run) is
+              kept as `apply --keep-symlink` keeps it, a note instead of
+              apply-blocked
 
 Exit codes: 0 clean; 1 findings at error level (or warnings with
 --deny-warnings); 2 usage errors, unreadable input (including a --k8s
@@ -44,6 +48,7 @@ Examples:
   semanifest check --k8s deploy/
   semanifest check --layout node.yaml --include site.cil --k8s charts/rendered/ --format sarif > check.sarif
   semanifest check --labels /sysroot --format json
+  semanifest check --labels /sysroot --keep-symlink /var/run
   semanifest check --layout node.yaml --against /var/lib/selinux/default";
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -73,6 +78,12 @@ pub struct Args {
     /// Check the labels of every object under ROOT.
     #[arg(long, value_name = "ROOT")]
     labels: Option<PathBuf>,
+    /// With --labels: a layout path (or an ancestor of one) the image holds
+    /// as a symlink out of the layout, such as Debian's /var/run → /run:
+    /// kept and reported as a note, never followed, not apply-blocked; the
+    /// same as `apply --keep-symlink` (repeatable).
+    #[arg(long, value_name = "PATH", requires = "labels")]
+    keep_symlink: Vec<String>,
     /// Output format.
     #[arg(long, value_enum, default_value = "human")]
     format: CheckFormat,
@@ -91,6 +102,7 @@ pub fn run(args: Args) -> Result<u8> {
         includes: args.includes.clone(),
         k8s: args.k8s.clone(),
         labels: args.labels.clone(),
+        keep_symlinks: args.keep_symlink.clone(),
         secilc: args.secilc.clone(),
     };
     let against = match &args.store.against {
@@ -121,6 +133,8 @@ pub fn run(args: Args) -> Result<u8> {
             (findings, Vec::new(), None, 0)
         }
         Ok(parsed) => {
+            semanifest::node::unknown_keep(&parsed.layout, &args.keep_symlink)
+                .map_err(anyhow::Error::msg)?;
             let outcome = match &against {
                 None => check::run(&parsed, &options),
                 Some(prepared) => {

@@ -264,6 +264,23 @@ pub fn apply(
     apply_keeping(layout, contexts, root, mode, &[])
 }
 
+/// The first of `keep` that is neither a path of `layout` nor an ancestor
+/// of one, as an error for `--keep-symlink` (`apply` and `check --labels`
+/// take the same paths).
+pub fn unknown_keep(layout: &Layout, keep: &[String]) -> Result<(), String> {
+    match keep.iter().find(|path| {
+        !layout
+            .paths
+            .iter()
+            .any(|rule| rule.path == **path || ancestors(&rule.path).any(|a| a == path.as_str()))
+    }) {
+        Some(path) => Err(format!(
+            "--keep-symlink {path}: not a path of the layout nor an ancestor of one"
+        )),
+        None => Ok(()),
+    }
+}
+
 /// [`apply`], keeping the symlinks found at `keep` (layout paths or
 /// ancestors of one) whose targets lie outside the layout: the image holds
 /// them so, and the boot units say so too. Any other symlink, and a kept

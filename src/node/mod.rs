@@ -34,7 +34,7 @@ use std::ffi::CString;
 
 use serde::Serialize;
 
-pub use apply::{apply, apply_keeping, ApplyMode, ApplyReport, KeptSymlink};
+pub use apply::{apply, apply_keeping, unknown_keep, ApplyMode, ApplyReport, KeptSymlink};
 pub use owners::{Accounts, Ids};
 pub use prune::{prune, PruneOptions, PruneReport, Selection};
 pub use remove::{remove, RemoveOptions, RemoveReport, Removed};
