@@ -147,6 +147,7 @@ pub fn changes(old: &Layout, new: &Layout) -> Vec<ManifestChange> {
     access(&o, &n, &mut out);
     traversal(&o, &n, &mut out);
     flags(&o, &n, &mut out);
+    node(old, new, &mut out);
     out.sort_by(|a, b| {
         (a.category, &a.path, &a.domain, a.kind).cmp(&(b.category, &b.path, &b.domain, b.kind))
     });
@@ -614,6 +615,82 @@ fn flags(o: &Side<'_>, n: &Side<'_>, out: &mut Vec<ManifestChange>) {
                 )
                 .at_path(path)
                 .values(Some(p(a.mount.propagation)), Some(p(b.mount.propagation))),
+            );
+        }
+        if a.mount.size != b.mount.size {
+            let size = |s: &Option<String>| s.clone().unwrap_or_else(|| "unset".to_owned());
+            out.push(
+                change(
+                    Category::Mount,
+                    Kind::Changed,
+                    format!(
+                        "`{path}` tmpfs size {} → {}",
+                        size(&a.mount.size),
+                        size(&b.mount.size)
+                    ),
+                )
+                .at_path(path)
+                .values(Some(size(&a.mount.size)), Some(size(&b.mount.size))),
+            );
+        }
+    }
+}
+
+/// `spec.node`: kubens and the runtime units the boot units order after
+/// the layout. How a node boots, not who may touch what: never
+/// security-relevant.
+fn node(o: &Layout, n: &Layout, out: &mut Vec<ManifestChange>) {
+    let (a, b) = (&o.node, &n.node);
+    if a.kubens != b.kubens {
+        out.push(
+            change(
+                Category::Node,
+                if b.kubens { Kind::Added } else { Kind::Removed },
+                format!(
+                    "the runtime units {} in their own mount namespace (kubens)",
+                    if b.kubens {
+                        "now start"
+                    } else {
+                        "no longer start"
+                    }
+                ),
+            )
+            .values(
+                Some(format!("kubens: {}", a.kubens)),
+                Some(format!("kubens: {}", b.kubens)),
+            ),
+        );
+    }
+    for unit in &a.runtime {
+        match b.runtime.iter().find(|u| u.unit == unit.unit) {
+            None => out.push(
+                change(
+                    Category::Node,
+                    Kind::Removed,
+                    format!("`{}` is no longer a runtime unit", unit.unit),
+                )
+                .values(Some(unit.unit.clone()), None),
+            ),
+            Some(new) if new.exec != unit.exec => out.push(
+                change(
+                    Category::Node,
+                    Kind::Changed,
+                    format!("`{}` runs another command", unit.unit),
+                )
+                .values(unit.exec.clone(), new.exec.clone()),
+            ),
+            Some(_) => {}
+        }
+    }
+    for unit in &b.runtime {
+        if !a.runtime.iter().any(|u| u.unit == unit.unit) {
+            out.push(
+                change(
+                    Category::Node,
+                    Kind::Added,
+                    format!("`{}` is now a runtime unit", unit.unit),
+                )
+                .values(None, Some(unit.unit.clone())),
             );
         }
     }

@@ -4,7 +4,7 @@
 //!
 //! Flow: `source` (a file or `git:REV:PATH`) → two [`Parsed`] layouts →
 //! `manifest_changes` (domains, paths, access, traversal, protections,
-//! roots, lifecycle and mount) + `label_changes` (which paths change type,
+//! roots, lifecycle, mount and `spec.node`) + `label_changes` (which paths change type,
 //! from the two file_contexts through the lookup engine) +
 //! `volume_changes` (which hostPath volumes change verdict) →
 //! [`LayoutDiff`] → `render` (human, markdown, JSON). `sediff`
@@ -110,8 +110,10 @@ pub enum Category {
     RemovableRoot,
     /// `lifecycle`.
     Lifecycle,
-    /// `mount` (tmpfs, propagation).
+    /// `mount` (tmpfs, propagation, size).
     Mount,
+    /// `spec.node`: kubens and the runtime units.
+    Node,
 }
 
 /// How it changed.
