@@ -205,16 +205,7 @@ fn labels_report_exactly_the_injected_drift() {
     // Place the layout's directories and label everything correctly first.
     let output = run(semanifest().args(["apply", "--root"]).arg(root));
     assert!(output.status.success(), "{}", stderr(&output));
-    let output = run(semanifest()
-        .args([
-            "relabel",
-            "--layout",
-            "layouts/structured-var.yaml",
-            "--root",
-        ])
-        .arg(root)
-        .arg(root));
-    assert!(output.status.success(), "{}", stderr(&output));
+    relabel_with_default_layout(root);
     // Control: a correctly labelled tree has no drift.
     let output = check(&["--labels", root.to_str().unwrap(), "--format", "json"]);
     assert_eq!(
@@ -289,16 +280,7 @@ fn labels_stay_below_the_root_like_relabel() {
     fs::write(outside.join("sub/secret"), b"x").unwrap();
     let output = run(semanifest().args(["apply", "--root"]).arg(&root));
     assert!(output.status.success(), "{}", stderr(&output));
-    let output = run(semanifest()
-        .args([
-            "relabel",
-            "--layout",
-            "layouts/structured-var.yaml",
-            "--root",
-        ])
-        .arg(&root)
-        .arg(&root));
-    assert!(output.status.success(), "{}", stderr(&output));
+    relabel_with_default_layout(&root);
     for object in ["", "sub", "sub/secret"] {
         setfattr(&outside.join(object), "system_u:object_r:etc_t:s0");
     }
@@ -426,16 +408,7 @@ fn labels_keep_a_symlink_as_apply_does() {
         .args(["apply", "--keep-symlink", "/var/run", "--root"])
         .arg(root));
     assert!(output.status.success(), "{}", stderr(&output));
-    let output = run(semanifest()
-        .args([
-            "relabel",
-            "--layout",
-            "layouts/structured-var.yaml",
-            "--root",
-        ])
-        .arg(root)
-        .arg(root));
-    assert!(output.status.success(), "{}", stderr(&output));
+    relabel_with_default_layout(root);
     let run_before = fs::read_dir(root.join("run"))
         .unwrap()
         .map(|e| e.unwrap().file_name())
@@ -538,4 +511,19 @@ fn labels_keep_a_symlink_as_apply_does() {
     let output = check(&["--keep-symlink", "/var/run"]);
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert!(stderr(&output).contains("--labels"), "{}", stderr(&output));
+}
+
+/// Labels everything below `root` as the default layout says (`relabel
+/// --root`), so that only what a test injects afterwards differs.
+fn relabel_with_default_layout(root: &Path) {
+    let output = run(semanifest()
+        .args([
+            "relabel",
+            "--layout",
+            "layouts/structured-var.yaml",
+            "--root",
+        ])
+        .arg(root)
+        .arg(root));
+    assert!(output.status.success(), "{}", stderr(&output));
 }
