@@ -41,11 +41,13 @@ impl Arena {
     /// owned by etcd) at `var/lib/etcd`.
     pub fn new(fs: Fs) -> Self {
         private_mount_namespace();
-        let base = Path::new(env!("CARGO_TARGET_TMPDIR"));
-        fs::create_dir_all(base).expect("CARGO_TARGET_TMPDIR");
+        // In the system's temporary directory, not the build's: tests run
+        // semanifest as nobody below the root, which needs every directory
+        // above it searchable by others, and a checkout may sit below one
+        // that is not (`mktemp -d` makes 0700).
         let dir = tempfile::Builder::new()
-            .prefix("node-")
-            .tempdir_in(base)
+            .prefix("semanifest-node-")
+            .tempdir_in(std::env::temp_dir())
             .expect("tempdir");
         let root = dir.path().join("root");
         fs::create_dir(&root).expect("mount point");
