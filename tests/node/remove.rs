@@ -104,12 +104,20 @@ fn files_symlinks_and_trees_below_the_removable_root_go() {
         let dry = json(&output);
         assert_eq!(dry["dry_run"], true);
         assert_eq!(dry["objects"], 7, "{dry:#}");
+        // Bytes are counted only when asked for (`--bytes`).
+        assert_eq!(dry["bytes"], serde_json::Value::Null, "{dry:#}");
+        assert_eq!(dry["operands"][0]["bytes"], serde_json::Value::Null);
         assert_eq!(tree_digest(&scratch).len(), 64);
         assert!(exists(&scratch.join("b/d/e")));
 
         let output = rm(
             &arena,
-            &[OsStr::new("-r"), OsStr::new("--json"), scratch.as_os_str()],
+            &[
+                OsStr::new("-r"),
+                OsStr::new("--bytes"),
+                OsStr::new("--json"),
+                scratch.as_os_str(),
+            ],
         );
         assert_eq!(output.status.code(), Some(0), "{}", stderr_of(&output));
         let report = json(&output);
@@ -117,6 +125,7 @@ fn files_symlinks_and_trees_below_the_removable_root_go() {
         assert_eq!(report["operands"][0]["kind"], "directory");
         assert_eq!(report["operands"][0]["complete"], true);
         assert!(report["bytes"].as_u64().unwrap() >= 10_000, "{report:#}");
+        assert_eq!(report["operands"][0]["bytes"], report["bytes"]);
         assert_eq!(report["refused"], serde_json::json!([]));
         assert!(!exists(&scratch));
         // The removable root and everything around it stays.
@@ -785,6 +794,7 @@ fn racing_symlink_swaps_never_make_rm_delete_outside() {
         recursive: true,
         dry_run: false,
         jobs: None,
+        count_bytes: false,
     };
     // The deleting threads change their own working directories only.
     let cwd = std::env::current_dir().expect("cwd");
@@ -892,6 +902,7 @@ fn clear_while_racing(t: &Path, layout: &semanifest::model::Layout, root: &Root)
         recursive: true,
         dry_run: false,
         jobs: Some(std::num::NonZeroUsize::MIN),
+        count_bytes: false,
     };
     for _ in 0..100 {
         if !exists(t) {
