@@ -18,6 +18,7 @@ use std::process::{Command, Output};
 use relabel_common::*;
 
 const DIGEST: &str = "trusted.semanifest.digest";
+const SEAL: &str = "trusted.semanifest.seal";
 
 const SPECS: &str = "\
 /srv(/.*)?\tsystem_u:object_r:var_t:s0
@@ -126,6 +127,16 @@ fn json(output: &Output) -> serde_json::Value {
 fn digest_of(path: &Path) -> Option<Vec<u8>> {
     let mut buffer = [0u8; 256];
     match rustix::fs::lgetxattr(path, DIGEST, &mut buffer) {
+        Ok(len) => Some(buffer[..len].to_vec()),
+        Err(rustix::io::Errno::NODATA) => None,
+        Err(errno) => panic!("lgetxattr {}: {errno}", path.display()),
+    }
+}
+
+/// The operand seal stored on `path`, if any.
+fn seal_of(path: &Path) -> Option<Vec<u8>> {
+    let mut buffer = [0u8; 512];
+    match rustix::fs::lgetxattr(path, SEAL, &mut buffer) {
         Ok(len) => Some(buffer[..len].to_vec()),
         Err(rustix::io::Errno::NODATA) => None,
         Err(errno) => panic!("lgetxattr {}: {errno}", path.display()),
@@ -630,4 +641,117 @@ fn relabel_without_the_flag_removes_the_digests_it_could_falsify() {
     let before = digests(&srv);
     fixture.run_json(&["--dry-run"], 0);
     assert_eq!(digests(&srv), before);
+}
+
+/// An unchanged pass with the same file contexts checks the operand's seal
+/// and compiles nothing; each way the seal could lie voids it (controls:
+/// the sealed pass right before each change).
+#[test]
+fn operand_seal_skips_the_compile_and_every_change_voids_it() {
+    let fixture = Fixture::new();
+    let srv = fixture.srv();
+    let total = dump(&srv).len() as u64;
+    let first = fixture.skip(&[]);
+    assert_eq!(first["sealed"], 0, "{first}");
+    assert!(seal_of(&srv).is_some(), "the operand is sealed");
+    assert_eq!(seal_of(&srv.join("log")), None, "only operands are sealed");
+    let sealed_pass = |fixture: &Fixture| {
+        let summary = fixture.skip(&[]);
+        assert_eq!(summary["sealed"], 1, "{summary}");
+        assert_eq!(summary["examined"], 1, "{summary}");
+        assert_eq!(summary["relabelled"], 0, "{summary}");
+    };
+    sealed_pass(&fixture);
+    fixture.assert_same_as_full(&[]);
+
+    // The same specs written differently (a comment, other spacing) are
+    // the same specs: still sealed.
+    fixture.specs(&format!("# reformatted\n{}", SPECS.replace('\t', "   ")));
+    sealed_pass(&fixture);
+
+    // A changed spec: the seal is void, the changed subtree is walked.
+    fixture.specs(&SPECS.replace("etc_inner_t", "etc_inner2_t"));
+    let summary = fixture.skip(&[]);
+    assert_eq!(summary["sealed"], 0, "{summary}");
+    assert!(summary["relabelled"].as_u64() > Some(0), "{summary}");
+    fixture.assert_same_as_full(&[]);
+    sealed_pass(&fixture);
+
+    // The operand's own label drifted: repaired, not trusted.
+    set_label(&srv, b"system_u:object_r:etc_t:s0\0");
+    let summary = fixture.skip(&[]);
+    assert_eq!(summary["sealed"], 0, "{summary}");
+    assert_eq!(summary["relabelled"], 1, "{summary}");
+    sealed_pass(&fixture);
+
+    // Another tool removed the operand's subtree digest: the seal covers
+    // it, so it no longer holds.
+    rustix::fs::lremovexattr(&srv, DIGEST).expect("remove the digest");
+    assert_eq!(fixture.skip(&[])["sealed"], 0);
+    sealed_pass(&fixture);
+
+    // A forged seal (another label with the old hash) is not trusted.
+    let mut forged = seal_of(&srv).expect("sealed");
+    let at = forged.len() - "system_u:object_r:var_t:s0".len();
+    forged.truncate(at);
+    forged.extend_from_slice(b"system_u:object_r:etc_t:s0");
+    rustix::fs::lsetxattr(&srv, SEAL, &forged, rustix::fs::XattrFlags::empty()).expect("forge");
+    set_label(&srv, b"system_u:object_r:etc_t:s0\0");
+    let summary = fixture.skip(&[]);
+    assert_eq!(summary["sealed"], 0, "{summary}");
+    assert_eq!(
+        label_of(&srv).as_deref(),
+        Some(&b"system_u:object_r:var_t:s0\0"[..])
+    );
+    sealed_pass(&fixture);
+
+    // Type-only seals are not full ones, and back.
+    assert_eq!(fixture.skip(&["--type-only"])["sealed"], 0);
+    assert_eq!(fixture.skip(&["--type-only"])["sealed"], 1);
+    assert_eq!(fixture.skip(&[])["sealed"], 0);
+    sealed_pass(&fixture);
+
+    // A plain writing relabel below the operand removes the seal (it may
+    // write labels under other specs).
+    let output = relabel(&fixture.fc, Some(&fixture.root), &[], &[&srv.join("log")]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr_of(&output));
+    assert_eq!(seal_of(&srv), None);
+    assert_eq!(fixture.skip(&[])["sealed"], 0);
+    sealed_pass(&fixture);
+
+    // An exclude is never sealed through; --forget-digests removes seals.
+    let excluded = srv.join("log/a/one");
+    let summary = fixture.skip(&["--exclude", excluded.to_str().expect("utf-8")]);
+    assert_eq!(summary["sealed"], 0, "{summary}");
+    let summary = fixture.run_json(&["--forget-digests"], 0);
+    assert_eq!(summary["relabelled"], 0, "{summary}");
+    assert_eq!(seal_of(&srv), None);
+    assert_eq!(fixture.skip(&[])["examined"], total);
+    sealed_pass(&fixture);
+    fixture.assert_same_as_full(&[]);
+    fixture.assert_no_drift();
+}
+
+/// A path substitution below the operand leaves it without a subtree
+/// digest of its own (as Debian's `/var/run` → `/run` does for `/var`);
+/// it is sealed all the same, and the substitutions are part of the seal.
+#[test]
+fn operand_without_a_digest_of_its_own_is_sealed_too() {
+    let fixture = Fixture::new();
+    let srv = fixture.srv();
+    let subs = fixture.fc.with_file_name("file_contexts.subs_dist");
+    write_file(&subs, "/srv/run /run\n");
+    fixture.skip(&[]);
+    assert_eq!(digest_of(&srv), None, "untracked below a substitution");
+    assert!(digest_of(&srv.join("log")).is_some());
+    assert!(seal_of(&srv).is_some());
+    let summary = fixture.skip(&[]);
+    assert_eq!(summary["sealed"], 1, "{summary}");
+    assert_eq!(summary["examined"], 1, "{summary}");
+    // Control: other substitutions, another seal.
+    write_file(&subs, "/srv/run /var/run\n");
+    let summary = fixture.skip(&[]);
+    assert_eq!(summary["sealed"], 0, "{summary}");
+    assert_eq!(fixture.skip(&[])["sealed"], 1);
+    fixture.assert_same_as_full(&[]);
 }

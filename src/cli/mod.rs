@@ -276,9 +276,14 @@ pub fn contexts_of(
 /// The file_contexts a layout compiles to (base policy + module), loaded
 /// into the lookup engine without running secilc.
 pub fn layout_file_contexts(path: &Path) -> anyhow::Result<semanifest::fcontext::FileContexts> {
+    Ok(layout_parsed_contexts(path)?.compile()?)
+}
+
+/// The file contexts a layout file compiles to, parsed, not compiled.
+pub fn layout_parsed_contexts(path: &Path) -> anyhow::Result<semanifest::fcontext::ParsedContexts> {
     let parsed = load_layout(Some(path))?;
     let text = semanifest::policy::file_contexts_text(&parsed.layout);
-    Ok(semanifest::fcontext::FileContexts::from_text(
+    Ok(semanifest::fcontext::ParsedContexts::from_text(
         &parsed.source.name,
         text.as_bytes(),
     )?)

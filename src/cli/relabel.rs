@@ -11,7 +11,7 @@ use std::sync::Mutex;
 use anyhow::Context as _;
 use clap::Args as ClapArgs;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use semanifest::fcontext::FileContexts;
+use semanifest::fcontext::ParsedContexts;
 use semanifest::relabel::{
     self, Digests, EscapedPath, HardLinkConflict, LabelScope, MountPolicy, ObjectError, Observer,
     RelabelOptions, Relabeling, Summary, WriteMode,
@@ -99,6 +99,9 @@ pub struct Args {
     /// every label below it; the directory's own label is still checked.
     /// After a directory's whole subtree has been labelled without error,
     /// exclusion or skipped mount, store its digest (not with --dry-run).
+    /// Each operand directory also gets a seal (trusted.semanifest.seal)
+    /// over the parsed file contexts and its digest: when every operand's
+    /// seal holds, nothing is compiled or walked.
     /// This trusts that labels below were set by the policy at creation and
     /// that nothing relabelled them since: drift detection (--check, and
     /// relabel without this flag) never reads digests.
@@ -130,7 +133,7 @@ pub struct Args {
     )]
     kernel_cmdline: PathBuf,
 
-    /// Remove the stored digest of every directory walked (relabelling as
+    /// Remove the stored digest (and seal) of every directory walked (relabelling as
     /// usual), so that the next --skip-unchanged run examines everything.
     #[arg(long, conflicts_with_all = ["check", "dry_run"])]
     forget_digests: bool,
@@ -174,7 +177,7 @@ fn forced_full(args: &Args) -> anyhow::Result<Option<String>> {
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
     let args = &args;
-    let labels = load_labels(args)?;
+    let contexts = load_contexts(args)?;
     let forced = forced_full(args)?;
     if let Some(reason) = &forced {
         eprintln!("semanifest: full pass ({reason}): no digest is trusted, all are rewritten");
@@ -211,10 +214,23 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         } else {
             Digests::Ignore
         },
+        specs_digest: args.skip_unchanged.then(|| contexts.digest()),
     };
 
     let reporter = Reporter::new(args);
-    let summary = relabel::relabel(&labels, &args.paths, &options, &reporter)?;
+    // Operands sealed by an earlier pass with these very file contexts:
+    // nothing to compile or walk.
+    let sealed = match options.specs_digest {
+        Some(specs) => relabel::sealed(specs, &args.paths, &options)?,
+        None => None,
+    };
+    let summary = match sealed {
+        Some(summary) => summary,
+        None => {
+            let labels = contexts.compile()?;
+            relabel::relabel(&labels, &args.paths, &options, &reporter)?
+        }
+    };
     reporter.finish(&summary, args)?;
 
     // The forced pass is done: the next one may skip again.
@@ -237,15 +253,15 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     })
 }
 
-fn load_labels(args: &Args) -> anyhow::Result<FileContexts> {
+fn load_contexts(args: &Args) -> anyhow::Result<ParsedContexts> {
     if let Some(layout) = &args.layout {
-        return super::layout_file_contexts(layout);
+        return super::layout_parsed_contexts(layout);
     }
     let path = args
         .file_contexts
         .as_deref()
         .context("one of --file-contexts or --layout is required")?;
-    Ok(FileContexts::load(path)?)
+    Ok(ParsedContexts::load(path)?)
 }
 
 fn absolute(path: &Path) -> anyhow::Result<PathBuf> {
@@ -433,6 +449,7 @@ impl Display for HumanSummary<'_> {
             (s.mounts_skipped, "mount points skipped"),
             (s.excluded, "excluded"),
             (s.skipped, "unchanged subtrees skipped"),
+            (s.sealed, "sealed operands (nothing compiled)"),
         ];
         for (count, what) in extras {
             if count != 0 {

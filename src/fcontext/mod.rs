@@ -58,6 +58,8 @@ use std::ffi::OsString;
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 
+use sha2::{Digest as _, Sha256};
+
 pub use directory::{entry_key, Directory};
 use formats::ParsedSpec;
 use matcher::{Matcher, PreparedSpec};
@@ -216,7 +218,19 @@ pub struct SpecOrigin {
     pub context: String,
 }
 
-impl FileContexts {
+/// File contexts read and parsed but not compiled: what
+/// [`FileContexts`] is built from, and what a relabel's operand seal
+/// covers (`relabel --skip-unchanged` checks seals without compiling, the
+/// part of loading that costs).
+#[derive(Debug)]
+pub struct ParsedContexts {
+    origin: String,
+    specs: TaggedSpecs,
+    local_subs: subs::Substitutions,
+    dist_subs: subs::Substitutions,
+}
+
+impl ParsedContexts {
     /// FC plus FC.homedirs, FC.local, FC.subs, FC.subs_dist, as libselinux 3.4 loads them.
     pub fn load(path: &Path) -> Result<Self, LoadError> {
         let dist_subs = read_substitutions(&with_suffix(path, ".subs_dist"))?;
@@ -230,18 +244,69 @@ impl FileContexts {
                 specs.extend(more);
             }
         }
-        Self::build(&path.display().to_string(), specs, local_subs, dist_subs)
+        Ok(Self {
+            origin: path.display().to_string(),
+            specs,
+            local_subs,
+            dist_subs,
+        })
     }
 
     /// One file_contexts text (no siblings); `origin` names it in errors.
     pub fn from_text(origin: &str, text: &[u8]) -> Result<Self, LoadError> {
         let specs = formats::parse_text(origin, text)?;
-        Self::build(
-            origin,
-            tagged(origin, specs),
-            Default::default(),
-            Default::default(),
-        )
+        Ok(Self {
+            origin: origin.to_owned(),
+            specs: tagged(origin, specs),
+            local_subs: Default::default(),
+            dist_subs: Default::default(),
+        })
+    }
+
+    /// A digest of everything that decides a lookup: every spec (path
+    /// regex, type, context, in file order), the substitutions, and this
+    /// build of semanifest (whose regex dialect the answers also depend
+    /// on). Where the specs came from (text or `.bin`, file names, line
+    /// numbers) is not part of it.
+    pub fn digest(&self) -> [u8; 32] {
+        let mut hasher = Sha256::new();
+        let mut field = |bytes: &[u8]| {
+            hasher.update((bytes.len() as u64).to_le_bytes());
+            hasher.update(bytes);
+        };
+        field(b"semanifest file contexts 1");
+        field(env!("CARGO_PKG_VERSION").as_bytes());
+        field(&(self.specs.len() as u64).to_le_bytes());
+        for (_, spec) in &self.specs {
+            field(&spec.regex);
+            field(&spec.mode.to_le_bytes());
+            field(spec.context.as_bytes());
+        }
+        for substitutions in [&self.local_subs, &self.dist_subs] {
+            field(&(substitutions.entries().len() as u64).to_le_bytes());
+            for entry in substitutions.entries() {
+                field(&entry.alias);
+                field(&entry.real);
+            }
+        }
+        hasher.finalize().into()
+    }
+
+    /// Compiles the specs for lookups (the costly part of loading).
+    pub fn compile(self) -> Result<FileContexts, LoadError> {
+        FileContexts::build(&self.origin, self.specs, self.local_subs, self.dist_subs)
+    }
+}
+
+impl FileContexts {
+    /// FC plus FC.homedirs, FC.local, FC.subs, FC.subs_dist, as libselinux 3.4 loads them.
+    pub fn load(path: &Path) -> Result<Self, LoadError> {
+        ParsedContexts::load(path)?.compile()
+    }
+
+    /// One file_contexts text (no siblings); `origin` names it in errors.
+    pub fn from_text(origin: &str, text: &[u8]) -> Result<Self, LoadError> {
+        ParsedContexts::from_text(origin, text)?.compile()
     }
 
     /// libselinux's answer; None = ENOENT (no match, or `<<none>>`).

@@ -122,6 +122,11 @@ pub(crate) struct Substitutions {
 }
 
 impl Substitutions {
+    /// The entries, in trial order.
+    pub(crate) fn entries(&self) -> &[Substitution] {
+        &self.entries
+    }
+
     pub(crate) fn new(entries: Vec<Substitution>) -> Self {
         let mut first_trial = HashMap::new();
         for (position, entry) in entries.iter().enumerate() {

@@ -200,6 +200,18 @@ impl Handle<'_> {
         }
     }
 
+    /// Removes xattr `name`.
+    pub fn remove(self, name: &str) -> Result<()> {
+        match self {
+            Handle::Fd(fd) => rfs::fremovexattr(fd, name),
+            Handle::Path(fd) => rfs::removexattr(proc_path(fd).as_c_str(), name),
+            Handle::Named(dir, entry) => {
+                rfs::lremovexattr(named_path(dir, entry)?.as_c_str(), name)
+            }
+            Handle::InWorkingDir(entry) => rfs::lremovexattr(one_name(entry)?, name),
+        }
+    }
+
     pub fn set(self, name: &str, value: &[u8]) -> Result<()> {
         match self {
             Handle::Fd(fd) => rfs::fsetxattr(fd, name, value, XattrFlags::empty()),

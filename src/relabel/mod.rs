@@ -68,6 +68,7 @@
 
 mod hardlinks;
 mod label;
+mod seal;
 mod walk;
 
 use std::io;
@@ -78,6 +79,7 @@ use std::sync::{Mutex, PoisonError};
 use serde::Serialize;
 
 pub use crate::fsroot::EscapedPath;
+pub use seal::{sealed, SEAL_XATTR};
 pub use walk::relabel;
 
 use crate::fcontext::FileKind;
@@ -240,6 +242,12 @@ pub struct RelabelOptions {
     /// Worker threads; default: the number of CPUs.
     pub jobs: Option<NonZeroUsize>,
     pub digests: Digests,
+    /// The digest of the file contexts the labels come from
+    /// ([`crate::fcontext::ParsedContexts::digest`]). With [`Digests::Skip`]
+    /// or [`Digests::Refresh`] and writes, each operand directory whose
+    /// subtree digest is written or confirmed also gets a seal, which
+    /// [`sealed`] checks without compiling anything.
+    pub specs_digest: Option<[u8; 32]>,
 }
 
 /// Totals of one run.
@@ -267,6 +275,10 @@ pub struct Summary {
     /// Directories whose stored digest matched ([`Digests::Skip`]): labelled
     /// (and counted in `examined`) but not listed.
     pub skipped: u64,
+    /// Operands whose seal held ([`sealed`]): nothing was compiled or
+    /// walked (each is also counted in `examined`, `unchanged` and
+    /// `skipped`).
+    pub sealed: u64,
     /// Wall-clock duration of the run.
     pub seconds: f64,
 }

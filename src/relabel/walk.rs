@@ -15,6 +15,7 @@ use sha2::{Digest as _, Sha256};
 
 use super::hardlinks::{Claim, HardLinks};
 use super::label::{decide, stored_context, Decision};
+use super::seal::{self, SealInputs, SEAL_XATTR};
 use super::{
     Digests, HardLinkConflict, LabelLookup, LabelScope, MountPolicy, ObjectError, ObjectPath,
     Observer, Operation, RelabelError, RelabelOptions, Relabeling, Summary, WriteMode,
@@ -121,9 +122,8 @@ fn forget_ancestor_digests(root: &Root, key: &[u8], observer: &dyn Observer, tal
         let Ok(fd) = root.open_dir_beneath(ancestor) else {
             continue;
         };
-        let proc_path = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&fd));
-        match rustix::fs::removexattr(proc_path.as_str(), DIGEST_XATTR) {
-            Ok(()) | Err(Errno::NODATA | Errno::OPNOTSUPP | Errno::PERM | Errno::ROFS) => {}
+        match seal::forget(Handle::Path(fd.as_fd())) {
+            Ok(()) | Err(Errno::OPNOTSUPP | Errno::PERM | Errno::ROFS) => {}
             Err(errno) => {
                 tally.errors += 1;
                 observer.failed(&ObjectError {
@@ -168,6 +168,8 @@ struct Subtree {
     /// The value to store; `None` for a directory without a digest, which
     /// only passes an incomplete subtree on to its ancestors.
     digest: Option<Box<[u8]>>,
+    /// An operand's seal, stored after its digest.
+    seal: Option<Box<[u8]>>,
     parent: Option<Arc<Subtree>>,
     /// Its own listing plus each subdirectory whose job or subtree has not
     /// finished yet.
@@ -310,6 +312,7 @@ impl Totals {
             mounts_skipped: get(&self.mounts_skipped),
             excluded: get(&self.excluded),
             skipped: get(&self.skipped),
+            sealed: 0,
             seconds: 0.0,
         }
     }
@@ -363,7 +366,7 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
                         path,
                         excludes,
                     };
-                    self.enter_dir(scope, entered, &mut tally, &mut None);
+                    self.enter_dir(scope, entered, Some(&key), &mut tally, &mut None);
                 }
                 Err(errno) => self.fail(object, Operation::Open, errno, &mut tally),
             }
@@ -423,7 +426,7 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
                         labels: self.labels.subdirectory(&parent.labels, name),
                     };
                     drop((entry, parent));
-                    self.enter_dir(scope, entered, tally, owed);
+                    self.enter_dir(scope, entered, None, tally, owed);
                 }
                 // Still label it, through its O_PATH fd, then say why its
                 // contents were not visited.
@@ -437,12 +440,14 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
     }
 
     /// Labels an opened directory and lists it, unless its stored digest
-    /// matches ([`Digests::Skip`]). `owed`: the parent's pending share,
-    /// taken over by this directory's subtree if it gets one.
+    /// matches ([`Digests::Skip`]). `operand`: the key of an operand
+    /// (which may get a seal). `owed`: the parent's pending share, taken
+    /// over by this directory's subtree if it gets one.
     fn enter_dir<'s>(
         &'s self,
         scope: &rayon::Scope<'s>,
         entered: Entered<'a, L>,
+        operand: Option<&[u8]>,
         tally: &mut Tally,
         owed: &mut Option<Arc<Subtree>>,
     ) {
@@ -465,39 +470,60 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
             // digest's must not leave it: a later --skip-unchanged with
             // those specs would trust labels they did not decide.
             Digests::Ignore if self.options.write == WriteMode::Write => {
-                match rustix::fs::fremovexattr(&fd, DIGEST_XATTR) {
-                    Ok(()) | Err(Errno::NODATA | Errno::OPNOTSUPP | Errno::PERM | Errno::ROFS) => {}
+                match seal::forget(handle) {
+                    Ok(()) | Err(Errno::OPNOTSUPP | Errno::PERM | Errno::ROFS) => {}
                     Err(errno) => self.fail(object, Operation::RemoveDigest, errno, tally),
                 }
             }
             Digests::Ignore => {}
-            Digests::Forget => match rustix::fs::fremovexattr(&fd, DIGEST_XATTR) {
-                Ok(()) | Err(Errno::NODATA) => {}
-                Err(errno) => self.fail(object, Operation::RemoveDigest, errno, tally),
-            },
+            Digests::Forget => {
+                if let Err(errno) = seal::forget(handle) {
+                    self.fail(object, Operation::RemoveDigest, errno, tally);
+                }
+            }
             Digests::Skip | Digests::Refresh => {
                 let digest = self
                     .labels
                     .subtree_digest(&labels)
                     .map(|d| self.stored_digest(d));
+                // An operand gets a seal even without a digest of its own
+                // (a substitution below it keeps it untracked).
+                let seal = match (operand, self.options.specs_digest, expected) {
+                    (Some(key), Some(specs), Some(expected)) => {
+                        let inputs = SealInputs {
+                            specs,
+                            key,
+                            scope: self.options.scope,
+                            mounts: self.options.mounts,
+                        };
+                        Some(inputs.value(digest.as_deref().unwrap_or_default(), expected))
+                    }
+                    _ => None,
+                };
                 let mut buffer = [0u8; 128];
-                let stored = match Handle::Fd(fd.as_fd()).get(DIGEST_XATTR, &mut buffer) {
+                let stored = match handle.get(DIGEST_XATTR, &mut buffer) {
                     Ok(len) => Some(&buffer[..len]),
                     Err(_) => None,
                 };
                 let trusted = self.options.digests == Digests::Skip;
+                let write = self.options.write == WriteMode::Write;
                 if trusted && stored.is_some() && stored == digest.as_deref() {
                     tally.skipped += 1;
+                    // An operand confirmed whole (its own label included)
+                    // is sealed, so the next pass need not compile.
+                    if let (true, false, Some(seal)) = (write, tally.incomplete(), seal) {
+                        if let Err(errno) = handle.set(SEAL_XATTR, &seal) {
+                            self.fail(object, Operation::WriteDigest, errno, tally);
+                        }
+                    }
                     return;
                 }
-                if self.options.write == WriteMode::Write {
+                if write {
                     // A stale digest goes before the walk: should this walk
                     // not complete, it must not match again later.
-                    if stored.is_some() {
-                        if let Err(errno) = rustix::fs::fremovexattr(&fd, DIGEST_XATTR) {
-                            if errno != Errno::NODATA {
-                                self.fail(object, Operation::RemoveDigest, errno, tally);
-                            }
+                    if stored.is_some() || operand.is_some() {
+                        if let Err(errno) = seal::forget(handle) {
+                            self.fail(object, Operation::RemoveDigest, errno, tally);
                         }
                     }
                     match fd.try_clone() {
@@ -506,6 +532,7 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
                                 fd: dup,
                                 path: path.clone(),
                                 digest,
+                                seal,
                                 parent: owed.take(),
                                 pending: AtomicUsize::new(1),
                                 complete: AtomicBool::new(true),
@@ -569,9 +596,16 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
         let mut current = subtree;
         while current.pending.fetch_sub(1, Ordering::SeqCst) == 1 {
             let mut complete = current.complete.load(Ordering::SeqCst);
-            if let (true, Some(digest)) = (complete, &current.digest) {
+            if complete && (current.digest.is_some() || current.seal.is_some()) {
                 let handle = Handle::Fd(current.fd.as_fd());
-                if let Err(errno) = handle.set(DIGEST_XATTR, digest) {
+                let set = |name, value: &Option<Box<[u8]>>| match value {
+                    Some(value) => handle.set(name, value),
+                    None => Ok(()),
+                };
+                // The seal covers the digest: it goes second.
+                let written = set(DIGEST_XATTR, &current.digest)
+                    .and_then(|()| set(SEAL_XATTR, &current.seal));
+                if let Err(errno) = written {
                     let mut tally = Tally::default();
                     let object = ObjectPath::directory(&current.path);
                     self.fail(object, Operation::WriteDigest, errno, &mut tally);
