@@ -77,6 +77,12 @@ pub struct Args {
     /// Deletion threads (default: the number of CPUs).
     #[arg(long, short = 'j', value_name = "N")]
     jobs: Option<NonZeroUsize>,
+    /// A layout path (or an ancestor of one) the image holds as a symlink
+    /// out of the layout, such as Debian's /var/run -> /run (repeatable):
+    /// selected paths at or below it are left alone and reported, as
+    /// `apply --keep-symlink` keeps them. Any other symlink is an error.
+    #[arg(long, value_name = "PATH")]
+    keep_symlink: Vec<String>,
 }
 
 fn parse_lifecycle(value: &str) -> Result<Lifecycle, String> {
@@ -99,10 +105,12 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     } else {
         Selection::Paths(args.paths.clone())
     };
+    node::unknown_keep(&parsed.layout, &args.keep_symlink).map_err(anyhow::Error::msg)?;
     let root = Root::open(&args.root)?;
     let options = PruneOptions {
         dry_run: args.dry_run,
         jobs: args.jobs,
+        keep_symlinks: args.keep_symlink.clone(),
     };
     let report = node::prune(&parsed.layout, &root, &selection, &options)?;
     for error in &report.errors {

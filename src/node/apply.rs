@@ -644,27 +644,63 @@ impl Run<'_> {
         });
     }
 
-    /// The target of the symlink at `key`, if it may be kept: a path
-    /// outside the layout.
     fn keepable(&self, key: &str, parent: &OwnedFd, name: &CString) -> Result<String, String> {
-        let raw = rustix::fs::readlinkat(parent, name.as_c_str(), Vec::new())
-            .map_err(|errno| format!("cannot read the symlink: {}", describe(errno)))?;
-        let shown = EscapedPath(raw.as_bytes());
-        let target = link_target(key, raw.as_bytes()).ok_or_else(|| {
-            format!("is a symlink to {shown}, which names no path semanifest can label; not kept (never followed)")
-        })?;
-        match self.layout.overlapping(&target) {
-            Some(rule) => Err(format!(
-                "is a symlink to {shown}, which overlaps the layout's `{}`; not kept (never followed)",
-                rule.path
-            )),
-            None => Ok(target),
-        }
+        keepable_target(self.layout, key, parent, name)
     }
 
     fn fail(&mut self, key: &str, error: PathError) {
         self.failed.push(key.to_owned());
         self.report.errors.push(error);
+    }
+}
+
+/// The target of the symlink `name` in `parent` (at `key`), if it may be
+/// kept: a path outside the layout.
+fn keepable_target(
+    layout: &Layout,
+    key: &str,
+    parent: &OwnedFd,
+    name: &CString,
+) -> Result<String, String> {
+    let raw = rustix::fs::readlinkat(parent, name.as_c_str(), Vec::new())
+        .map_err(|errno| format!("cannot read the symlink: {}", describe(errno)))?;
+    let shown = EscapedPath(raw.as_bytes());
+    let target = link_target(key, raw.as_bytes()).ok_or_else(|| {
+        format!("is a symlink to {shown}, which names no path semanifest can label; not kept (never followed)")
+    })?;
+    match layout.overlapping(&target) {
+        Some(rule) => Err(format!(
+            "is a symlink to {shown}, which overlaps the layout's `{}`; not kept (never followed)",
+            rule.path
+        )),
+        None => Ok(target),
+    }
+}
+
+/// Whether the image holds `key` (a `--keep-symlink` path) as a symlink
+/// that may be kept: `Ok(Some(target))`; `Ok(None)` when it is anything
+/// else (or absent); `Err` for a symlink that may not be kept, or one that
+/// cannot be read. What `prune --keep-symlink` asks before leaving a
+/// selected path alone.
+pub(crate) fn kept_symlink(
+    layout: &Layout,
+    root: &Root,
+    key: &str,
+) -> Result<Option<String>, String> {
+    let Some((parent_key, name)) = split_key(key) else {
+        return Ok(None);
+    };
+    let name = c_name(name.as_bytes());
+    let parent = match root.open_dir_beneath(parent_key.as_bytes()) {
+        Ok(parent) => parent,
+        Err(error) => return Err(error.to_string()),
+    };
+    match Entry::open_at(&parent, &name) {
+        Ok(entry) if entry.kind() == FileType::Symlink => {
+            keepable_target(layout, key, &parent, &name).map(Some)
+        }
+        Ok(_) | Err(Errno::NOENT) => Ok(None),
+        Err(errno) => Err(format!("cannot open: {}", describe(errno))),
     }
 }
 

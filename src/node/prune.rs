@@ -39,7 +39,7 @@ use rustix::io::Errno;
 use serde::Serialize;
 
 use super::delete::{self, DeleteOptions, Outcome};
-use super::{trash, NodeError, PathError};
+use super::{apply, trash, NodeError, PathError};
 use crate::fsroot::{self, Crossing, EscapedPath, Root};
 use crate::model::{is_within, Layout, Lifecycle, PathRule};
 use crate::path_chain::PathChain;
@@ -66,6 +66,11 @@ pub struct PruneOptions {
     pub dry_run: bool,
     /// Deletion threads; the number of CPUs by default.
     pub jobs: Option<NonZeroUsize>,
+    /// Layout paths (or ancestors of one) the image may hold as symlinks
+    /// out of the layout, as `apply --keep-symlink` takes them: a selected
+    /// path at or below one that is such a symlink is left alone and
+    /// reported, never followed.
+    pub keep_symlinks: Vec<String>,
 }
 
 /// Why a declared path is emptied.
@@ -114,6 +119,9 @@ pub struct TargetReport {
     pub leftover_bytes: u64,
     /// Declared paths below kept whole.
     pub kept: Vec<Boundary>,
+    /// Where the symlink the image holds at this path (or at the ancestor
+    /// named with `--keep-symlink`) points: the path was left alone.
+    pub symlink: Option<String>,
     /// Nothing is left in the directory but the declared paths (and the
     /// undeclared directories leading to them) and what errors name.
     pub complete: bool,
@@ -149,6 +157,12 @@ impl PruneReport {
             );
             if target.missing {
                 text.push_str(&format!("absent {what}: nothing to prune\n"));
+                continue;
+            }
+            if let Some(link) = &target.symlink {
+                text.push_str(&format!(
+                    "kept {what}: the image holds it as a symlink to {link} (never followed)\n"
+                ));
                 continue;
             }
             let verb = match (self.dry_run, target.complete) {
@@ -277,26 +291,54 @@ pub fn prune(
             ));
             blocked.push(mount.clone());
         }
+        let report_of = |complete| TargetReport {
+            path: EscapedPath(&root.display(key.as_bytes())).to_string(),
+            layout_path: key.to_owned(),
+            lifecycle: target.rule.lifecycle.as_str(),
+            reason: target.reason,
+            missing: false,
+            entries: 0,
+            objects: 0,
+            bytes: 0,
+            leftover_objects: 0,
+            leftover_bytes: 0,
+            kept: target.kept.clone(),
+            symlink: None,
+            complete,
+        };
+        let held = options
+            .keep_symlinks
+            .iter()
+            .find(|held| is_within(key, held));
+        if let Some(held) = held {
+            match apply::kept_symlink(layout, root, held) {
+                Ok(Some(link)) => {
+                    report.targets.push(TargetReport {
+                        symlink: Some(link),
+                        ..report_of(true)
+                    });
+                    continue;
+                }
+                // Not a symlink there: pruned as usual.
+                Ok(None) => {}
+                Err(why) => {
+                    report.errors.push(PathError::new(
+                        &root.display(held.as_bytes()),
+                        format!("--keep-symlink: {why}"),
+                    ));
+                    failed.push(key);
+                    report.targets.push(report_of(false));
+                    continue;
+                }
+            }
+        }
         let mut run = TargetRun {
             root,
             target,
             dry_run: options.dry_run,
             pool: &pool,
             errors: &mut report.errors,
-            report: TargetReport {
-                path: EscapedPath(&root.display(key.as_bytes())).to_string(),
-                layout_path: key.to_owned(),
-                lifecycle: target.rule.lifecycle.as_str(),
-                reason: target.reason,
-                missing: false,
-                entries: 0,
-                objects: 0,
-                bytes: 0,
-                leftover_objects: 0,
-                leftover_bytes: 0,
-                kept: target.kept.clone(),
-                complete: true,
-            },
+            report: report_of(true),
             top: None,
             trash: None,
             stop: false,

@@ -1116,3 +1116,79 @@ fn a_swapper_racing_prune_never_leads_it_into_etcd() {
     assert!(fs::read_dir(containerd.join("d/member/snap")).is_ok());
     arena.finish();
 }
+
+/// An image that holds `/var/run` as a symlink to `/run`, as Debian's
+/// does: `--lifecycle ephemeral` stops at it (control), `--keep-symlink
+/// /var/run` leaves it and what it points to alone, as apply does; a
+/// kept symlink into the layout stays an error.
+#[test]
+fn keep_symlink_leaves_a_var_run_the_image_holds_as_a_link() {
+    let arena = placed(Fs::Tmpfs);
+    let var_run = arena.path("var/run");
+    fs::remove_dir_all(&var_run).expect("rm var/run");
+    fs::create_dir_all(arena.path("run/systemd")).expect("mkdir run");
+    fs::write(arena.path("run/systemd/notify"), b"pid 1 state").expect("write");
+    symlink("../run", &var_run).expect("symlink");
+    let before = digests(&arena, &["run", "var/lib", "var/mnt"]);
+
+    // Control: without the flag the symlink is an error, never followed.
+    let output = arena.on_root("prune", &["--lifecycle", "ephemeral"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr_of(&output));
+    assert!(
+        stderr_of(&output).contains("is a symlink"),
+        "{}",
+        stderr_of(&output)
+    );
+    assert_eq!(digests(&arena, &["run", "var/lib", "var/mnt"]), before);
+
+    let output = arena.on_root(
+        "prune",
+        &[
+            "--lifecycle",
+            "ephemeral",
+            "--keep-symlink",
+            "/var/run",
+            "--json",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr_of(&output));
+    let report = json(&output);
+    let target = &report["targets"][0];
+    assert_eq!(target["layout_path"], "/var/run", "{report:#}");
+    assert_eq!(target["symlink"], "/run", "{report:#}");
+    assert_eq!(target["complete"], true);
+    assert_eq!(report["objects"], 0);
+    assert_eq!(fs::read_link(&var_run).expect("link"), Path::new("../run"));
+    assert_eq!(digests(&arena, &["run", "var/lib", "var/mnt"]), before);
+    let output = arena.on_root(
+        "prune",
+        &["--lifecycle", "ephemeral", "--keep-symlink", "/var/run"],
+    );
+    assert!(
+        stdout_of(&output).contains("the image holds it as a symlink to /run"),
+        "{}",
+        stdout_of(&output)
+    );
+
+    // A symlink into the layout is not kept: an error, nothing followed.
+    fs::remove_file(&var_run).expect("rm link");
+    symlink("lib/etcd", &var_run).expect("symlink");
+    let output = arena.on_root(
+        "prune",
+        &["--lifecycle", "ephemeral", "--keep-symlink", "/var/run"],
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", stderr_of(&output));
+    assert!(
+        stderr_of(&output).contains("overlaps the layout"),
+        "{}",
+        stderr_of(&output)
+    );
+    // A path that is no layout path nor an ancestor of one: bad input.
+    let output = arena.on_root(
+        "prune",
+        &["--lifecycle", "ephemeral", "--keep-symlink", "/srv/x"],
+    );
+    assert_eq!(output.status.code(), Some(2), "{}", stderr_of(&output));
+    assert_eq!(digests(&arena, &["run", "var/lib", "var/mnt"]), before);
+    arena.finish();
+}
