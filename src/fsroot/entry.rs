@@ -200,6 +200,19 @@ impl Handle<'_> {
         }
     }
 
+    /// The names of the object's xattrs (NUL-separated) into `buffer`;
+    /// their length.
+    pub fn list(self, buffer: &mut [u8]) -> Result<usize> {
+        match self {
+            Handle::Fd(fd) => rfs::flistxattr(fd, buffer),
+            Handle::Path(fd) => rfs::listxattr(proc_path(fd).as_c_str(), buffer),
+            Handle::Named(dir, entry) => {
+                rfs::llistxattr(named_path(dir, entry)?.as_c_str(), buffer)
+            }
+            Handle::InWorkingDir(entry) => rfs::llistxattr(one_name(entry)?, buffer),
+        }
+    }
+
     /// Removes xattr `name`.
     pub fn remove(self, name: &str) -> Result<()> {
         match self {

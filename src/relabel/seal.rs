@@ -102,9 +102,24 @@ fn hex(bytes: &[u8; 32]) -> String {
 }
 
 /// Removes an object's seal and subtree digest (`ENODATA`, none there, is
-/// not an error).
+/// not an error). One `listxattr` first: most directories hold neither,
+/// and a writing walk asks this of every directory it passes.
 pub(crate) fn forget(handle: Handle<'_>) -> rustix::io::Result<()> {
-    for name in [SEAL_XATTR, DIGEST_XATTR] {
+    let mut names = [0u8; 1024];
+    let present: Vec<&str> = match handle.list(&mut names) {
+        Ok(len) => [SEAL_XATTR, DIGEST_XATTR]
+            .into_iter()
+            .filter(|wanted| {
+                names[..len]
+                    .split(|&byte| byte == 0)
+                    .any(|name| name == wanted.as_bytes())
+            })
+            .collect(),
+        // Too many names to list here: try both.
+        Err(Errno::RANGE) => vec![SEAL_XATTR, DIGEST_XATTR],
+        Err(errno) => return Err(errno),
+    };
+    for name in present {
         match handle.remove(name) {
             Ok(()) | Err(Errno::NODATA) => {}
             Err(errno) => return Err(errno),
