@@ -1,6 +1,6 @@
 //! Differential fuzzing of the lookup engine: fuzzed file_contexts text and
 //! fuzzed keys, `FileContexts` against the real libselinux 3.4 through the
-//! test oracle (`tests/common/fc_oracle.rs`), every key in every mode, and
+//! test oracle (`tests/it/support/fc_oracle.rs`), every key in every mode, and
 //! per-directory lookups against plain ones.
 //!
 //! Input: `FILE_CONTEXTS [\n%%subs\nSUBS] \0 KEY \0 KEY ...` (at most 32
@@ -14,7 +14,8 @@
 #![no_main]
 #![feature(c_variadic)]
 
-#[path = "../../tests/common/fc_oracle.rs"]
+#[allow(dead_code)] // the tests' oracle, of which this target uses a part
+#[path = "../../tests/it/support/fc_oracle.rs"]
 mod fc_oracle;
 
 use std::ffi::{c_char, c_int};
@@ -100,7 +101,7 @@ fuzz_target!(|data: &[u8]| {
             if agree(&mine, &libselinux, key) {
                 continue;
             }
-            let pcre2 = pcre2.get_or_insert_with(|| Pcre2Specs::from_text(specs));
+            let pcre2 = pcre2.get_or_insert_with(|| Pcre2Specs::read(fc));
             if !pcre2.agree(&mine, &libselinux, key, kind) {
                 panic!(
                     "divergence: key {} mode {kind:?}: semanifest {mine:?}, libselinux {libselinux:?}\n{}",

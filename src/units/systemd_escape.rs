@@ -81,7 +81,7 @@ mod tests {
 
     #[test]
     fn names_as_systemd_escape_writes_them() {
-        // Checked against the real systemd-escape in tests/units.rs; these
+        // Checked against the real systemd-escape in tests/it/units.rs; these
         // keep the rules readable here.
         assert_eq!(unit_name("/var/run", "mount").unwrap(), "var-run.mount");
         assert_eq!(

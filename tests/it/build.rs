@@ -1,0 +1,381 @@
+//! `semanifest build` as a user runs it, checked with independent tools:
+//! secilc compiles, sesearch (setools) reads the binary policy back.
+
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+use crate::support::{run, semanifest, stderr, tool};
+
+fn build_default(out: &Path, extra: &[&str]) -> std::process::Output {
+    run(semanifest().arg("build").arg("--out").arg(out).args(extra))
+}
+
+/// `sesearch -A` rules from `source` to `target`, optionally for a class and
+/// permission. Attributes are expanded (sesearch's default), so a rule
+/// granted through an attribute counts.
+fn allow_rules(
+    policy: &Path,
+    source: &str,
+    target: &str,
+    class_perm: Option<(&str, &str)>,
+) -> Vec<String> {
+    let mut command = Command::new(tool("sesearch", "setools"));
+    command.args(["-A", "-s", source, "-t", target]);
+    if let Some((class, perm)) = class_perm {
+        command.args(["-c", class, "-p", perm]);
+    }
+    command.arg(policy);
+    let output = run(&mut command);
+    assert!(
+        output.status.success(),
+        "sesearch failed: {}",
+        stderr(&output)
+    );
+    crate::support::stdout(&output)
+        .lines()
+        .filter(|l| l.starts_with("allow"))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn default_layout_builds_and_sesearch_confirms_the_protections() {
+    let out = tempfile::tempdir().unwrap();
+    let output = build_default(out.path(), &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    for file in [
+        "structured_var.cil",
+        "base.cil",
+        "file_contexts",
+        "policy.33",
+    ] {
+        assert!(out.path().join(file).is_file(), "{file} missing");
+    }
+    let policy = out.path().join("policy.33");
+
+    // Controls first: the queries do find rules where there are some.
+    assert!(!allow_rules(&policy, "etcd_t", "etcd_var_t", Some(("file", "write"))).is_empty());
+    assert!(!allow_rules(&policy, "container_t", "var_mnt_t", Some(("file", "write"))).is_empty());
+    assert!(!allow_rules(&policy, "container_t", "pods_log_t", Some(("file", "read"))).is_empty());
+    assert!(!allow_rules(
+        &policy,
+        "kubelet_t",
+        "kubelet_pki_t",
+        Some(("file", "write"))
+    )
+    .is_empty());
+
+    for protected in [
+        "etcd_var_t",
+        "kubelet_pki_t",
+        "kubelet_var_t",
+        "audit_log_t",
+        "overlays_var_t",
+    ] {
+        let rules = allow_rules(&policy, "container_t", protected, None);
+        assert!(
+            rules.is_empty(),
+            "container_t reaches {protected}: {rules:#?}"
+        );
+    }
+    for perm in ["write", "append"] {
+        let rules = allow_rules(&policy, "container_t", "pods_log_t", Some(("file", perm)));
+        assert!(
+            rules.is_empty(),
+            "container_t may {perm} pods_log_t: {rules:#?}"
+        );
+    }
+}
+
+#[test]
+fn build_is_deterministic() {
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    assert!(build_default(a.path(), &[]).status.success());
+    assert!(build_default(b.path(), &[]).status.success());
+    for file in ["structured_var.cil", "file_contexts", "policy.33"] {
+        assert_eq!(
+            fs::read(a.path().join(file)).unwrap(),
+            fs::read(b.path().join(file)).unwrap(),
+            "{file}"
+        );
+    }
+}
+
+#[test]
+fn leaky_include_fails_and_names_the_protected_path() {
+    let out = tempfile::tempdir().unwrap();
+    let leaky = out.path().join("leaky.cil");
+    fs::write(
+        &leaky,
+        "(allow container_t etcd_var_t (file (read open)))\n",
+    )
+    .unwrap();
+    let output = build_default(
+        &out.path().join("out"),
+        &["--include", leaky.to_str().unwrap()],
+    );
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let text = stderr(&output);
+    assert!(
+        text.contains("protected path `/var/lib/etcd` (etcd_var_t)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("<embedded default layout>:25:18: error[neverallow]"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "granted by {}:1: (allow container_t etcd_var_t",
+            leaky.display()
+        )),
+        "{text}"
+    );
+    assert!(
+        !out.path().join("out/policy.33").exists(),
+        "no policy may be left behind"
+    );
+
+    // Control: the same include without the protected target builds.
+    fs::write(&leaky, "(allow container_t var_mnt_t (file (read open)))\n").unwrap();
+    let output = build_default(
+        &out.path().join("out"),
+        &["--include", leaky.to_str().unwrap()],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+}
+
+#[test]
+fn layout_granting_a_workload_a_protected_path_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let layout = dir.path().join("bad.yaml");
+    let text = semanifest::manifest::DEFAULT_LAYOUT.replace(
+        "access: { etcd: write }",
+        "access: { etcd: write, pods: read }",
+    );
+    fs::write(&layout, &text).unwrap();
+    let output = run(semanifest()
+        .args(["build", "--layout"])
+        .arg(&layout)
+        .arg("--out")
+        .arg(dir.path().join("o")));
+    assert_eq!(output.status.code(), Some(2));
+    let err = stderr(&output);
+    assert!(
+        err.contains("protected path `/var/lib/etcd` grants access to workload domain `pods`"),
+        "{err}"
+    );
+    assert!(err.contains(&format!("{}:", layout.display())), "{err}");
+}
+
+#[test]
+fn missing_secilc_says_how_to_install_it() {
+    let out = tempfile::tempdir().unwrap();
+    let output = run(semanifest()
+        .arg("build")
+        .arg("--out")
+        .arg(out.path())
+        .env("PATH", "/nonexistent"));
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("apt-get install secilc"),
+        "{}",
+        stderr(&output)
+    );
+    let output = build_default(out.path(), &["--secilc", "/no/such/secilc"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("/no/such/secilc"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn install_root_writes_the_selinux_tree_and_drops_stale_bin() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let files = root.join("etc/selinux/semanifest/contexts/files");
+    fs::create_dir_all(&files).unwrap();
+    fs::write(files.join("file_contexts.bin"), b"stale").unwrap();
+    let output = build_default(
+        &dir.path().join("out"),
+        &["--install-root", root.to_str().unwrap()],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let config = fs::read_to_string(root.join("etc/selinux/config")).unwrap();
+    assert!(config.contains("SELINUXTYPE=semanifest"), "{config}");
+    assert_eq!(
+        fs::read(root.join("etc/selinux/semanifest/policy/policy.33")).unwrap(),
+        fs::read(dir.path().join("out/policy.33")).unwrap()
+    );
+    assert!(files.join("file_contexts").is_file());
+    assert!(
+        !files.join("file_contexts.bin").exists(),
+        "stale .bin must be removed"
+    );
+}
+
+#[test]
+fn layout_show_prints_the_embedded_layout() {
+    let output = run(semanifest().args(["layout", "show"]));
+    assert!(output.status.success());
+    assert_eq!(
+        crate::support::stdout(&output),
+        semanifest::manifest::DEFAULT_LAYOUT
+    );
+}
+
+#[test]
+fn bad_manifest_exits_2_with_position() {
+    let dir = tempfile::tempdir().unwrap();
+    let layout = dir.path().join("l.yaml");
+    fs::write(&layout, "apiVersion: semanifest.io/v1\nkind: Layout\nmetadata: {name: x}\nspec:\n  domains: {}\n  paths:\n    - path: /var/\n      type: var_t\n").unwrap();
+    let output = run(semanifest().args(["layout", "validate"]).arg(&layout));
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains(&format!(
+            "{}:7:13: error[path-not-normalised]",
+            layout.display()
+        )),
+        "{}",
+        stderr(&output)
+    );
+    // Unreadable input is also exit 2, naming the path.
+    let output = run(semanifest().args(["layout", "validate", "/no/such/layout.yaml"]));
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("/no/such/layout.yaml"));
+}
+
+/// `sesearch -T` type transitions of `policy`, one `type_transition …;`
+/// line each.
+fn type_transitions(policy: &Path, extra: &[&str]) -> Vec<String> {
+    let output = run(Command::new(tool("sesearch", "setools"))
+        .arg("-T")
+        .args(extra)
+        .arg(policy));
+    assert!(output.status.success(), "sesearch: {}", stderr(&output));
+    let mut rules: Vec<String> = crate::support::stdout(&output)
+        .lines()
+        .filter(|l| l.starts_with("type_transition"))
+        .map(str::to_owned)
+        .collect();
+    rules.sort();
+    rules
+}
+
+/// Every declared directory whose parent has another type is born with its
+/// type when a domain that may write the parent (or a trusted one) creates
+/// it: named type transitions, read back from the compiled policy.
+#[test]
+fn declared_directories_get_named_type_transitions() {
+    let out = tempfile::tempdir().unwrap();
+    let output = build_default(out.path(), &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let policy = out.path().join("policy.33");
+    let expected: Vec<String> = [
+        // parent type, name, type, domains that write the parent + init_t (trusted)
+        (
+            "kubelet_var_t",
+            "pki",
+            "kubelet_pki_t",
+            &["init_t", "kubelet_t"][..],
+        ),
+        (
+            "kubelet_var_t",
+            "pods",
+            "kubelet_pods_t",
+            &["init_t", "kubelet_t"],
+        ),
+        (
+            "var_log_t",
+            "audit",
+            "audit_log_t",
+            &["containerd_t", "init_t", "kubelet_t"],
+        ),
+        (
+            "var_log_t",
+            "pods",
+            "pods_log_t",
+            &["containerd_t", "init_t", "kubelet_t"],
+        ),
+        ("var_t", "cni", "cni_var_t", &["init_t"]),
+        ("var_t", "containerd", "containerd_var_t", &["init_t"]),
+        ("var_t", "etcd", "etcd_var_t", &["init_t"]),
+        ("var_t", "kubelet", "kubelet_var_t", &["init_t"]),
+        ("var_t", "log", "var_log_t", &["init_t"]),
+        ("var_t", "mnt", "var_mnt_t", &["init_t"]),
+        ("var_t", "overlays", "overlays_var_t", &["init_t"]),
+        ("var_t", "run", "var_run_t", &["init_t"]),
+    ]
+    .iter()
+    .flat_map(|(parent, name, type_name, domains)| {
+        domains
+            .iter()
+            .map(move |d| format!("type_transition {d} {parent}:dir {type_name} {name};"))
+    })
+    .collect::<std::collections::BTreeSet<_>>()
+    .into_iter()
+    .collect();
+    assert_eq!(type_transitions(&policy, &[]), expected);
+    // The example of the contract, queried the way an administrator would.
+    assert_eq!(
+        type_transitions(
+            &policy,
+            &["-s", "kubelet_t", "-t", "kubelet_var_t", "-c", "dir"]
+        ),
+        [
+            "type_transition kubelet_t kubelet_var_t:dir kubelet_pki_t pki;",
+            "type_transition kubelet_t kubelet_var_t:dir kubelet_pods_t pods;"
+        ]
+    );
+    // Control: pods write /var/mnt but nothing is declared below it, and
+    // may not write kubelet_var_t: no transition is theirs.
+    assert_eq!(
+        type_transitions(&policy, &["-s", "container_t"]),
+        Vec::<String>::new()
+    );
+}
+
+/// One name in one parent type wanted with two types: no transition can be
+/// right for both, so none is emitted (and the CIL says why); secilc would
+/// refuse the pair.
+#[test]
+fn conflicting_named_transitions_are_left_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let layout = dir.path().join("layout.yaml");
+    fs::write(
+        &layout,
+        "apiVersion: semanifest.io/v1\n\
+         kind: Layout\n\
+         metadata: { name: clash }\n\
+         spec:\n\
+         \x20 domains:\n\
+         \x20   app: { type: app_t }\n\
+         \x20 paths:\n\
+         \x20   - { path: /srv, type: srv_t, access: { app: write } }\n\
+         \x20   - { path: /srv/a/data, type: a_data_t, access: { app: write } }\n\
+         \x20   - { path: /srv/b/data, type: b_data_t, access: { app: write } }\n\
+         \x20   - { path: /srv/c/cache, type: c_cache_t, access: { app: write } }\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let output = run(semanifest()
+        .args(["build", "--layout"])
+        .arg(&layout)
+        .arg("--out")
+        .arg(&out));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let cil = fs::read_to_string(out.join("clash.cil")).unwrap();
+    assert!(
+        cil.contains(
+            ";; No transition for data in srv_t: /srv/a/data, /srv/b/data want different types."
+        ),
+        "{cil}"
+    );
+    assert_eq!(
+        type_transitions(&out.join("policy.33"), &[]),
+        ["type_transition app_t srv_t:dir c_cache_t cache;"]
+    );
+}

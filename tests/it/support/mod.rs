@@ -1,0 +1,127 @@
+//! Helpers shared by integration tests that run the real SELinux tools.
+//!
+//! A missing tool is a test failure naming the Debian package to install
+//! (all of them are listed in `.ci/packages`), never a silent skip.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub mod fc_oracle;
+pub mod path_gen;
+pub mod relabel;
+pub mod store;
+
+/// Finds `program` on PATH or fails the test with how to install it.
+pub fn tool(program: &str, debian_package: &str) -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| candidate.is_file())
+        .unwrap_or_else(|| {
+            panic!("`{program}` not found on PATH: apt-get install {debian_package} (see .ci/packages)")
+        })
+}
+
+/// Runs a command that must succeed and returns its standard output.
+pub fn run_ok(command: &mut Command) -> String {
+    let output = output_of(command);
+    assert!(
+        output.status.success(),
+        "{command:?} failed ({}):\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).expect("tool output is UTF-8")
+}
+
+fn output_of(command: &mut Command) -> Output {
+    command
+        .output()
+        .unwrap_or_else(|error| panic!("cannot run {command:?}: {error}"))
+}
+
+/// A policy compiled by secilc in its own temporary directory.
+pub struct CompiledPolicy {
+    dir: tempfile::TempDir,
+}
+
+impl CompiledPolicy {
+    pub fn policy(&self) -> PathBuf {
+        self.dir.path().join("policy.33")
+    }
+
+    pub fn file_contexts(&self) -> PathBuf {
+        self.dir.path().join("file_contexts")
+    }
+}
+
+/// Compiles `files` (name, CIL text), in the given order, the way the
+/// standalone target does: `secilc -M true -c 33`. On failure returns
+/// secilc's diagnostics.
+pub fn secilc(files: &[(&str, &str)]) -> Result<CompiledPolicy, String> {
+    let secilc = tool("secilc", "secilc");
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let mut command = Command::new(secilc);
+    command.current_dir(dir.path()).args([
+        "-M",
+        "true",
+        "-c",
+        "33",
+        "-o",
+        "policy.33",
+        "-f",
+        "file_contexts",
+    ]);
+    for (name, text) in files {
+        std::fs::write(dir.path().join(name), text)
+            .expect("write CIL into the temporary directory");
+        command.arg(name);
+    }
+    let output = output_of(&mut command);
+    if output.status.success() {
+        Ok(CompiledPolicy { dir })
+    } else {
+        Err(format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        ))
+    }
+}
+
+pub fn run(command: &mut Command) -> Output {
+    output_of(command)
+}
+
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// The project's own test data directory.
+pub fn data(relative: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(relative)
+}
+
+/// The `semanifest` binary built for these tests.
+pub fn semanifest() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_semanifest"))
+}
+
+/// Compiles CIL files on disk with the real secilc, writing `policy.33` and
+/// `file_contexts` into `dir`.
+pub fn secilc_files(dir: &Path, inputs: &[&Path]) -> Output {
+    let mut command = Command::new(tool("secilc", "secilc"));
+    command
+        .args(["--mls=true", "--policyvers=33", "-o"])
+        .arg(dir.join("policy.33"))
+        .arg("-f")
+        .arg(dir.join("file_contexts"))
+        .args(inputs);
+    output_of(&mut command)
+}
