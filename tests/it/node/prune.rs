@@ -559,7 +559,9 @@ fn a_tree_deeper_than_path_max_is_pruned() {
         let levels = 40;
         let mut dir = rustix::fs::open(
             &containerd,
-            rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::RDONLY,
+            rustix::fs::OFlags::DIRECTORY
+                | rustix::fs::OFlags::RDONLY
+                | rustix::fs::OFlags::CLOEXEC,
             rustix::fs::Mode::empty(),
         )
         .expect("open");
@@ -569,14 +571,18 @@ fn a_tree_deeper_than_path_max_is_pruned() {
             rustix::fs::openat(
                 &dir,
                 "f",
-                rustix::fs::OFlags::CREATE | rustix::fs::OFlags::WRONLY,
+                rustix::fs::OFlags::CREATE
+                    | rustix::fs::OFlags::WRONLY
+                    | rustix::fs::OFlags::CLOEXEC,
                 rustix::fs::Mode::from_raw_mode(0o644),
             )
             .expect("file");
             dir = rustix::fs::openat(
                 &dir,
                 name.as_str(),
-                rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::RDONLY,
+                rustix::fs::OFlags::DIRECTORY
+                    | rustix::fs::OFlags::RDONLY
+                    | rustix::fs::OFlags::CLOEXEC,
                 rustix::fs::Mode::empty(),
             )
             .expect("openat");
@@ -1056,7 +1062,7 @@ fn a_swapper_racing_prune_never_leads_it_into_etcd() {
     // reaches the tree through an fd.
     let dir = rustix::fs::open(
         &containerd,
-        rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::RDONLY,
+        rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
         rustix::fs::Mode::empty(),
     )
     .expect("open");

@@ -540,7 +540,7 @@ fn a_tree_deeper_than_path_max_is_removed() {
     let mut fd = openat(
         rustix::fs::CWD,
         top.as_path(),
-        OFlags::DIRECTORY | OFlags::RDONLY,
+        OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
         Mode::empty(),
     )
     .expect("open");
@@ -549,7 +549,7 @@ fn a_tree_deeper_than_path_max_is_removed() {
         let file = openat(
             &fd,
             "f",
-            OFlags::CREATE | OFlags::WRONLY,
+            OFlags::CREATE | OFlags::WRONLY | OFlags::CLOEXEC,
             Mode::from_raw_mode(0o644),
         )
         .expect("file");
@@ -557,7 +557,7 @@ fn a_tree_deeper_than_path_max_is_removed() {
         fd = openat(
             &fd,
             name.as_str(),
-            OFlags::DIRECTORY | OFlags::RDONLY,
+            OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
             Mode::empty(),
         )
         .expect("open");
