@@ -7,11 +7,11 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use crate::check::rules;
 use crate::diag::{Finding, Location, Pos, Related};
 use crate::manifest::Parsed;
+use crate::policy::setools::{self, allow_pairs, SetoolsError};
 use crate::policy::{self, BuildError, BuildOptions};
 
 /// What the policy phase needs.
@@ -26,10 +26,8 @@ pub enum PolicyCheckError {
     Build(#[from] BuildError),
     #[error("cannot create a temporary directory: {0}")]
     TempDir(std::io::Error),
-    #[error(
-        "`{tool}` not found or failed ({detail}); install setools (`apt-get install setools`) to check transitions"
-    )]
-    Setools { tool: &'static str, detail: String },
+    #[error("{0} to check transitions")]
+    Setools(#[from] SetoolsError),
 }
 
 fn manifest_location(parsed: &Parsed, pos: Pos) -> Option<Location> {
@@ -110,27 +108,9 @@ pub fn check(parsed: &Parsed, inputs: &PolicyInputs<'_>) -> Result<Vec<Finding>,
     transitions(parsed, &output.policy)
 }
 
-fn run_tool(tool: &'static str, args: &[&str], policy: &Path) -> Result<String, PolicyCheckError> {
-    let output = Command::new(tool)
-        .args(args)
-        .arg(policy)
-        .output()
-        .map_err(|e| PolicyCheckError::Setools {
-            tool,
-            detail: e.to_string(),
-        })?;
-    if !output.status.success() {
-        return Err(PolicyCheckError::Setools {
-            tool,
-            detail: String::from_utf8_lossy(&output.stderr).trim().to_owned(),
-        });
-    }
-    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
-}
-
 /// Attribute → member types, from `seinfo -a -x`.
 fn attributes(policy: &Path) -> Result<BTreeMap<String, BTreeSet<String>>, PolicyCheckError> {
-    let text = run_tool("seinfo", &["-a", "-x"], policy)?;
+    let text = setools::run("seinfo", &["-a", "-x"], policy)?;
     let mut map: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut current: Option<String> = None;
     for line in text.lines() {
@@ -150,39 +130,10 @@ fn attributes(policy: &Path) -> Result<BTreeMap<String, BTreeSet<String>>, Polic
     Ok(map)
 }
 
-/// `(source, target)` pairs of `allow` rules from `sesearch` output, with
-/// attributes expanded to their member types.
-fn allow_pairs(
-    text: &str,
-    attributes: &BTreeMap<String, BTreeSet<String>>,
-) -> Vec<(String, String)> {
-    let expand = |name: &str| -> Vec<String> {
-        match attributes.get(name) {
-            Some(members) => members.iter().cloned().collect(),
-            None => vec![name.to_owned()],
-        }
-    };
-    let mut pairs = Vec::new();
-    for line in text.lines().filter(|l| l.starts_with("allow ")) {
-        let mut fields = line.split_whitespace().skip(1);
-        let (Some(source), Some(target)) = (fields.next(), fields.next()) else {
-            continue;
-        };
-        let target = target.split(':').next().unwrap_or(target);
-        for s in expand(source) {
-            for t in expand(target) {
-                let t = if t == "self" { s.clone() } else { t };
-                pairs.push((s.clone(), t));
-            }
-        }
-    }
-    pairs
-}
-
 fn transitions(parsed: &Parsed, policy: &Path) -> Result<Vec<Finding>, PolicyCheckError> {
     let layout = &parsed.layout;
     let attributes = attributes(policy)?;
-    let text = run_tool(
+    let text = setools::run(
         "sesearch",
         &["-A", "-c", "process", "-p", "transition,dyntransition"],
         policy,
@@ -204,7 +155,7 @@ fn transitions(parsed: &Parsed, policy: &Path) -> Result<Vec<Finding>, PolicyChe
             .push(rule);
     }
     let mut touching: BTreeMap<String, Vec<&crate::model::PathRule>> = BTreeMap::new();
-    let text = run_tool("sesearch", &["-A"], policy)?;
+    let text = setools::run("sesearch", &["-A"], policy)?;
     for (source, target) in allow_pairs(&text, &attributes) {
         if let Some(rules) = protected.get(target.as_str()) {
             touching.entry(source).or_default().extend(rules);

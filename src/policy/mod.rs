@@ -13,6 +13,7 @@ pub mod cil_scan;
 pub mod file_contexts;
 pub mod plan;
 pub mod secilc;
+pub mod setools;
 pub mod store_module;
 
 use std::fs;

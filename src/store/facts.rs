@@ -4,11 +4,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::process::Command;
 
 use super::open::Store;
 use super::StoreError;
 use crate::policy::cil_scan;
+use crate::policy::setools::{self, allow_pairs, SetoolsError};
 
 /// The module libsemanage treats as the base: names it declares are always
 /// there, so references to them need no `optional` block.
@@ -52,10 +52,10 @@ impl Facts {
         let mut facts = Facts::default();
         // Two independent readers of the same file: run them side by side.
         let (names, transitions) = std::thread::scope(|scope| {
-            let names =
-                scope.spawn(|| run_tool("seinfo", &["-x", "-t", "-a", "-c", "--common"], policy));
+            let names = scope
+                .spawn(|| setools::run("seinfo", &["-x", "-t", "-a", "-c", "--common"], policy));
             let transitions = scope.spawn(|| {
-                run_tool(
+                setools::run(
                     "sesearch",
                     &["-A", "-c", "process", "-p", "transition,dyntransition"],
                     policy,
@@ -63,7 +63,7 @@ impl Facts {
             });
             (names.join(), transitions.join())
         });
-        let panicked = |tool| StoreError::Setools {
+        let panicked = |tool| SetoolsError {
             tool,
             detail: "the reader thread panicked".to_owned(),
         };
@@ -280,96 +280,6 @@ impl Facts {
     }
 }
 
-/// Runs a setools program on `policy`.
-pub fn run_tool(tool: &'static str, args: &[&str], policy: &Path) -> Result<String, StoreError> {
-    let output = Command::new(tool)
-        .arg(policy)
-        .args(args)
-        .output()
-        .map_err(|error| StoreError::Setools {
-            tool,
-            detail: error.to_string(),
-        })?;
-    if !output.status.success() {
-        return Err(StoreError::Setools {
-            tool,
-            detail: String::from_utf8_lossy(&output.stderr).trim().to_owned(),
-        });
-    }
-    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
-}
-
-/// One `allow` line of `sesearch` output.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AllowLine {
-    pub source: String,
-    pub target: String,
-    pub class: String,
-    pub perms: BTreeSet<String>,
-    /// `Some(boolean expression)` for a conditional rule.
-    pub condition: Option<String>,
-    pub text: String,
-}
-
-/// Parses `allow SOURCE TARGET:CLASS PERMS; [ COND ]:BRANCH` lines.
-pub fn allow_lines(text: &str) -> Vec<AllowLine> {
-    text.lines()
-        .filter_map(|line| {
-            let rest = line.strip_prefix("allow ")?;
-            let (rule, tail) = rest.split_once(';')?;
-            let mut fields = rule.splitn(3, ' ');
-            let source = fields.next()?.to_owned();
-            let (target, class) = fields.next()?.split_once(':')?;
-            let perms = fields
-                .next()?
-                .split_whitespace()
-                .filter(|p| !matches!(*p, "{" | "}"))
-                .map(str::to_owned)
-                .collect();
-            let condition = tail
-                .trim()
-                .strip_prefix('[')
-                .and_then(|c| c.split_once(']'))
-                .map(|(c, _)| c.trim().to_owned());
-            Some(AllowLine {
-                source,
-                target: target.to_owned(),
-                class: class.to_owned(),
-                perms,
-                condition,
-                text: line.trim().to_owned(),
-            })
-        })
-        .collect()
-}
-
-/// `(source, target)` type pairs of `allow` lines, attributes expanded and
-/// `self` resolved.
-fn allow_pairs(
-    text: &str,
-    attributes: &BTreeMap<String, BTreeSet<String>>,
-) -> Vec<(String, String)> {
-    let expand = |name: &str| -> Vec<String> {
-        match attributes.get(name) {
-            Some(members) => members.iter().cloned().collect(),
-            None => vec![name.to_owned()],
-        }
-    };
-    let mut pairs = Vec::new();
-    for line in allow_lines(text) {
-        for source in expand(&line.source) {
-            if line.target == "self" {
-                pairs.push((source.clone(), source));
-                continue;
-            }
-            for target in expand(&line.target) {
-                pairs.push((source.clone(), target));
-            }
-        }
-    }
-    pairs
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -389,27 +299,6 @@ mod tests {
         assert_eq!(
             facts.attributes["domain"],
             BTreeSet::from(["container_t".into()])
-        );
-    }
-
-    #[test]
-    fn reads_conditional_allow_lines() {
-        let lines = allow_lines(
-            "allow a_t b_t:process { sigchld transition };\nallow c_t d_t:process transition; [ some_bool ]:True\n",
-        );
-        assert_eq!(lines.len(), 2);
-        assert_eq!(
-            lines[0].perms,
-            BTreeSet::from(["sigchld".into(), "transition".into()])
-        );
-        assert_eq!(lines[1].condition.as_deref(), Some("some_bool"));
-        assert_eq!(
-            (
-                lines[1].source.as_str(),
-                lines[1].target.as_str(),
-                lines[1].class.as_str()
-            ),
-            ("c_t", "d_t", "process")
         );
     }
 }

@@ -37,8 +37,8 @@ pub enum StoreError {
     NotAStore { path: PathBuf, why: String },
     #[error(transparent)]
     Secilc(#[from] crate::policy::secilc::SecilcError),
-    #[error("`{tool}` failed ({detail}); install setools (`apt-get install setools`)")]
-    Setools { tool: &'static str, detail: String },
+    #[error(transparent)]
+    Setools(#[from] crate::policy::setools::SetoolsError),
     #[error("secilc cannot compile the store as it is (its own modules fail):\n{output}")]
     StockRefused { output: String },
     #[error(

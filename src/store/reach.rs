@@ -13,8 +13,9 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::facts::{allow_lines, run_tool, Facts, FILE_CLASSES};
+use super::facts::{Facts, FILE_CLASSES};
 use super::StoreError;
+use crate::policy::setools::{self, allow_lines};
 
 /// Everything that reaches one protected type.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -98,11 +99,11 @@ pub fn query(policy: &Path, types: &[&str]) -> Result<String, StoreError> {
     let classes = FILE_CLASSES.join(",");
     let names: Vec<String> = types.iter().map(|t| regex_syntax::escape(t)).collect();
     let pattern = format!("^({})$", names.join("|"));
-    run_tool(
+    Ok(setools::run(
         "sesearch",
         &["-A", "-rt", "-t", &pattern, "-c", &classes],
         policy,
-    )
+    )?)
 }
 
 /// Sorts the rules of [`query`]'s output out per protected type.

@@ -29,6 +29,7 @@ use crate::fcontext::FileContexts;
 use crate::manifest::{BaseFacts, Parsed};
 use crate::model::Layout;
 use crate::policy::secilc;
+use crate::policy::setools::{self, SetoolsError};
 use crate::policy::store_module::{self, FileconLine, StoreTarget, WorkloadSet};
 use crate::policy::Violation;
 
@@ -562,23 +563,23 @@ pub fn build(
         layout.protected().map(|r| r.type_name.as_str()).collect();
     let protected_types: Vec<&str> = protected_types.into_iter().collect();
     let (attributes, rules_text) = std::thread::scope(|scope| {
-        let attributes =
-            scope.spawn(|| super::facts::run_tool("seinfo", &["-x", "-a"], &predicted.policy));
+        let attributes = scope.spawn(|| setools::run("seinfo", &["-x", "-a"], &predicted.policy));
         let rules = (!protected_types.is_empty())
             .then(|| scope.spawn(|| reach::query(&predicted.policy, &protected_types)));
         (attributes.join(), rules.map(|r| r.join()))
     });
     let mut predicted_facts = Facts::default();
-    predicted_facts.parse_attributes(&attributes.map_err(|_| StoreError::Setools {
-        tool: "seinfo",
-        detail: "panicked".into(),
-    })??);
+    let panicked = |tool| {
+        StoreError::from(SetoolsError {
+            tool,
+            detail: "panicked".into(),
+        })
+    };
+    let attributes = attributes.map_err(|_| panicked("seinfo"))?;
+    predicted_facts.parse_attributes(&attributes.map_err(StoreError::from)?);
     let rules_text = match rules_text {
         None => String::new(),
-        Some(joined) => joined.map_err(|_| StoreError::Setools {
-            tool: "sesearch",
-            detail: "panicked".into(),
-        })??,
+        Some(joined) => joined.map_err(|_| panicked("sesearch"))??,
     };
     let mut protected: Vec<Protected<'_>> = Vec::new();
     let mut declared_at: BTreeMap<&str, String> = BTreeMap::new();
