@@ -4,7 +4,9 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context as _, Result};
 use clap::{Args as ClapArgs, ValueEnum};
-use semanifest::policy::{self, BuildOptions};
+use semanifest::diag::Report;
+use semanifest::policy::build_json::{self, BuildErrorReport};
+use semanifest::policy::{self, BuildError, BuildOptions};
 
 const AFTER_HELP: &str = "\
 Standalone (the default) writes into OUT:
@@ -15,6 +17,11 @@ Standalone (the default) writes into OUT:
 
 Every `protected: true` path becomes a neverallow, so secilc proves over the
 whole policy (including --include files) that no other domain can touch it.
+
+With --format json, standard output gets one JSON report, also when the build
+fails: the files written, or each error with its kind; a broken protection is
+a `neverallow` error with the protected path, its type and the rules that
+grant it (docs/build-json.md). The exit code is the same either way.
 
 With --target module --against STORE (a distribution's policy store, read
 only: a `semodule -p` ROOT, /var/lib/selinux/NAME, or a directory of CIL from
@@ -32,9 +39,19 @@ Examples:
   semanifest build --layout worker.yaml --out out/ --include site.cil
   semanifest build --out out/ --install-root /sysroot   # policy, units, binary; boot /sysroot
   semanifest build --out out/ --install-root /sysroot --no-install-binary   # packaged
+  semanifest build --out out/ --include site.cil --format json   # errors for machines
   semanifest build --target module --against / --out out/   # this host's policy
   semanifest build --target module --against /var/lib/selinux/default --out out/ \\
       --stock-out stock/ --profile refpolicy";
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum BuildFormat {
+    /// `wrote PATH` lines and errors on standard error.
+    Human,
+    /// The same on standard error, and a report on standard output
+    /// (docs/build-json.md).
+    Json,
+}
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum BuildTarget {
@@ -57,6 +74,9 @@ pub struct Args {
     /// What to produce.
     #[arg(long, value_enum, default_value = "standalone")]
     target: BuildTarget,
+    /// Output format (json: the standalone target only).
+    #[arg(long, value_enum, default_value = "human")]
+    format: BuildFormat,
     /// Extra CIL compiled with the policy; held to the layout's neverallows.
     #[arg(long = "include", value_name = "FILE.cil")]
     includes: Vec<PathBuf>,
@@ -96,6 +116,9 @@ pub fn run(args: Args) -> Result<u8> {
         if args.install_root.is_some() || args.unsafe_disable_neverallow {
             bail!("--install-root is for the standalone target; install a module with `semodule -X 400 -i`");
         }
+        if let BuildFormat::Json = args.format {
+            bail!("--format json is for the standalone target; --target module writes OUT/report.json");
+        }
         return super::build_module::run(super::build_module::Request {
             layout: args.layout,
             out: args.out,
@@ -108,6 +131,31 @@ pub fn run(args: Args) -> Result<u8> {
     if args.store.against.is_some() || args.stock_out.is_some() {
         bail!("--against and --stock-out need --target module");
     }
+    let format = args.format;
+    let result = standalone(args);
+    if let BuildFormat::Json = format {
+        let (written, errors) = match &result {
+            Ok(written) => (written.as_slice(), Vec::new()),
+            Err(error) => (&[][..], error_reports(error)),
+        };
+        super::print_stdout(build_json::render(written, &errors).as_bytes())?;
+    }
+    result.map(|_| super::EXIT_OK)
+}
+
+/// The errors of a failed build as the JSON report lists them.
+fn error_reports(error: &anyhow::Error) -> Vec<BuildErrorReport> {
+    if let Some(report) = error.downcast_ref::<Report>() {
+        return BuildErrorReport::of_layout(report);
+    }
+    if let Some(build) = error.downcast_ref::<BuildError>() {
+        return BuildErrorReport::of_build_error(build);
+    }
+    vec![BuildErrorReport::other(format!("{error:#}"))]
+}
+
+/// Builds the standalone policy; the paths written.
+fn standalone(args: Args) -> Result<Vec<PathBuf>> {
     let parsed = super::load_layout(args.layout.as_deref())?;
     // The image is read before anything is written into it.
     let units = match &args.install_root {
@@ -133,25 +181,27 @@ pub fn run(args: Args) -> Result<u8> {
         disable_neverallow: args.unsafe_disable_neverallow,
     };
     let output = policy::build(&parsed, &options)?;
-    for path in [
-        &output.module_cil,
-        &output.base_cil,
-        &output.file_contexts,
-        &output.policy,
+    let mut written: Vec<PathBuf> = [
+        output.module_cil,
+        output.base_cil,
+        output.file_contexts,
+        output.policy,
     ]
     .into_iter()
-    .chain(&output.installed)
-    {
+    .chain(output.installed)
+    .collect();
+    for path in &written {
         eprintln!("wrote {}", path.display());
     }
     if let (Some(root), Some(units)) = (&args.install_root, &units) {
-        super::units::write(units, root, true)?;
+        written.extend(super::units::write(units, root, true)?);
     }
     if let (Some(root), Some(binary)) = (&args.install_root, &binary) {
         let path = semanifest::units::install_binary(root, binary)?;
         eprintln!("wrote {}", path.display());
+        written.push(path);
     }
-    Ok(super::EXIT_OK)
+    Ok(written)
 }
 
 /// The bytes of the running semanifest.

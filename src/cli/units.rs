@@ -83,13 +83,15 @@ pub fn render(parsed: &Parsed, image: Option<&Path>, policy_name: &str) -> Resul
 
 /// Writes `set` beneath `out`, enabled with `enable`; prints what it wrote
 /// and every notice.
-pub fn write(set: &UnitSet, out: &Path, enable: bool) -> Result<()> {
+/// Installs the units under `out`; the files and links written.
+pub fn write(set: &UnitSet, out: &Path, enable: bool) -> Result<Vec<std::path::PathBuf>> {
     let written = units::install(set, out, enable)?;
-    for path in written.files.iter().chain(&written.links) {
+    let paths: Vec<_> = written.files.into_iter().chain(written.links).collect();
+    for path in &paths {
         eprintln!("wrote {}", path.display());
     }
     for notice in &set.notices {
         eprintln!("semanifest: note: {notice}");
     }
-    Ok(())
+    Ok(paths)
 }

@@ -8,6 +8,7 @@
 //! interrupted build never leaves a half-written policy behind.
 
 pub mod base;
+pub mod build_json;
 mod cil;
 pub mod cil_scan;
 pub mod file_contexts;
@@ -138,6 +139,8 @@ pub struct Violation {
     pub type_name: String,
     /// `FILE:LINE:COL` of the `protected: true` that declared it.
     pub declared_at: String,
+    /// The same place, for machines (`None` when the position is unknown).
+    pub location: Option<crate::diag::Location>,
     /// The rules that break it, as `FILE:LINE: (allow …)`.
     pub offending: Vec<String>,
 }
@@ -231,6 +234,7 @@ pub fn build(parsed: &Parsed, options: &BuildOptions) -> Result<BuildOutput, Bui
                     path: rule.path.clone(),
                     type_name: broken.type_name,
                     declared_at: format!("{}:{}:{}", parsed.source.name, pos.line, pos.column),
+                    location: crate::diag::Location::at(&parsed.source.name, pos),
                     offending: broken.offending,
                 })
             })

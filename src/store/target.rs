@@ -832,6 +832,10 @@ fn rejected(parsed: &Parsed, output: &str) -> ModuleError {
                 path: rule.path.clone(),
                 type_name: broken.target,
                 declared_at: location(parsed, rule.protected_pos.unwrap_or(rule.pos)),
+                location: crate::diag::Location::at(
+                    &parsed.source.name,
+                    rule.protected_pos.unwrap_or(rule.pos),
+                ),
                 offending: broken.offending,
             })
         })

@@ -146,6 +146,138 @@ fn leaky_include_fails_and_names_the_protected_path() {
     assert!(output.status.success(), "{}", stderr(&output));
 }
 
+/// `build --format json`: the report on standard output, whatever the
+/// outcome.
+fn build_json(out: &Path, extra: &[&str]) -> (Option<i32>, serde_json::Value, String) {
+    let output = build_default(out, &[&["--format", "json"], extra].concat());
+    let json = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}): {}",
+            crate::support::stdout(&output)
+        )
+    });
+    (output.status.code(), json, stderr(&output))
+}
+
+#[test]
+fn format_json_reports_each_broken_protection_as_a_neverallow_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let leaky = dir.path().join("leaky.cil");
+    // As a careless extra module might: pods may read etcd's data and the
+    // kubelet's keys.
+    fs::write(
+        &leaky,
+        "(allow container_t etcd_var_t (file (read open)))\n\
+         (allow container_t kubelet_pki_t (file (read open)))\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let (code, json, err) = build_json(&out, &["--include", leaky.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(json["schema"], "semanifest-build");
+    assert_eq!(json["version"], 1);
+    assert_eq!(json["ok"], false);
+    assert_eq!(json["written"], serde_json::json!([]));
+    let errors = json["errors"].as_array().unwrap();
+    let mut broken: Vec<(&str, &str)> = errors
+        .iter()
+        .map(|e| {
+            assert_eq!(e["kind"], "neverallow", "{e}");
+            (e["path"].as_str().unwrap(), e["type"].as_str().unwrap())
+        })
+        .collect();
+    broken.sort();
+    assert_eq!(
+        broken,
+        [
+            ("/var/lib/etcd", "etcd_var_t"),
+            ("/var/lib/kubelet/pki", "kubelet_pki_t")
+        ]
+    );
+    let etcd = errors.iter().find(|e| e["type"] == "etcd_var_t").unwrap();
+    assert_eq!(
+        etcd["location"],
+        serde_json::json!({"file": "<embedded default layout>", "line": 25, "column": 18, "end_column": 22})
+    );
+    assert_eq!(
+        etcd["granted_by"],
+        serde_json::json!([{
+            "file": leaky.to_str().unwrap(),
+            "line": 1,
+            "rule": "(allow container_t etcd_var_t (file (read open)))"
+        }])
+    );
+    // The human report still goes to standard error.
+    assert!(err.contains("error[neverallow]"), "{err}");
+    assert!(
+        !out.join("policy.33").exists(),
+        "no policy may be left behind"
+    );
+
+    // Control: an include that touches no protected type builds, and the
+    // report lists what was written.
+    fs::write(&leaky, "(allow container_t var_mnt_t (file (read open)))\n").unwrap();
+    let (code, json, err) = build_json(&out, &["--include", leaky.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(json["ok"], true);
+    assert_eq!(json["errors"], serde_json::json!([]));
+    let written: Vec<&str> = json["written"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap())
+        .collect();
+    for file in ["base.cil", "file_contexts", "policy.33"] {
+        let path = out.join(file);
+        assert!(written.contains(&path.to_str().unwrap()), "{written:?}");
+        assert!(path.is_file());
+    }
+}
+
+#[test]
+fn format_json_reports_other_failures_by_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    // CIL secilc cannot compile: no protection is involved.
+    let broken = dir.path().join("broken.cil");
+    fs::write(&broken, "(allow no_such_t var_mnt_t (file (read)))\n").unwrap();
+    let (code, json, _) = build_json(
+        &dir.path().join("a"),
+        &["--include", broken.to_str().unwrap()],
+    );
+    assert_eq!(code, Some(2));
+    assert_eq!(json["errors"][0]["kind"], "secilc", "{json}");
+    assert!(
+        json["errors"][0]["output"]
+            .as_str()
+            .unwrap()
+            .contains("broken.cil:1"),
+        "{json}"
+    );
+    // A layout that breaks a manifest rule: the code and its position.
+    let layout = dir.path().join("l.yaml");
+    fs::write(&layout, "apiVersion: semanifest.io/v1\nkind: Layout\nmetadata: {name: x}\nspec:\n  domains: {}\n  paths:\n    - path: /var/\n      type: var_t\n").unwrap();
+    let (code, json, _) = build_json(
+        &dir.path().join("b"),
+        &["--layout", layout.to_str().unwrap()],
+    );
+    assert_eq!(code, Some(2));
+    let error = &json["errors"][0];
+    assert_eq!(error["kind"], "layout", "{json}");
+    assert_eq!(error["code"], "path-not-normalised", "{json}");
+    assert_eq!(error["location"]["line"], 7, "{json}");
+    // Anything else: a missing include, named.
+    let (code, json, _) = build_json(&dir.path().join("c"), &["--include", "/no/such.cil"]);
+    assert_eq!(code, Some(2));
+    assert_eq!(json["errors"][0]["kind"], "error", "{json}");
+    assert!(
+        json["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("/no/such.cil"),
+        "{json}"
+    );
+}
+
 #[test]
 fn layout_granting_a_workload_a_protected_path_fails() {
     let dir = tempfile::tempdir().unwrap();
