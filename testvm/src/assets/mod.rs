@@ -1,0 +1,8 @@
+//! What the guest boots: the kernel (cached, verified against its
+//! MANIFEST), the refpolicy stores (cached under a digest of their
+//! inputs), and the initramfs and disks built fresh every run.
+
+pub mod disk;
+pub mod initramfs;
+pub mod kernel;
+pub mod refpolicy;
