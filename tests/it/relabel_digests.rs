@@ -121,24 +121,24 @@ fn json(output: &Output) -> serde_json::Value {
     })
 }
 
-/// The stored digest of `path`, if any.
-fn digest_of(path: &Path) -> Option<Vec<u8>> {
-    let mut buffer = [0u8; 256];
-    match rustix::fs::lgetxattr(path, DIGEST, &mut buffer) {
+/// The xattr `name` of `path` (not followed), if it has one.
+fn xattr_of(path: &Path, name: &str) -> Option<Vec<u8>> {
+    let mut buffer = [0u8; 512];
+    match rustix::fs::lgetxattr(path, name, &mut buffer) {
         Ok(len) => Some(buffer[..len].to_vec()),
         Err(rustix::io::Errno::NODATA) => None,
-        Err(errno) => panic!("lgetxattr {}: {errno}", path.display()),
+        Err(errno) => panic!("lgetxattr {name} {}: {errno}", path.display()),
     }
+}
+
+/// The stored digest of `path`, if any.
+fn digest_of(path: &Path) -> Option<Vec<u8>> {
+    xattr_of(path, DIGEST)
 }
 
 /// The operand seal stored on `path`, if any.
 fn seal_of(path: &Path) -> Option<Vec<u8>> {
-    let mut buffer = [0u8; 512];
-    match rustix::fs::lgetxattr(path, SEAL, &mut buffer) {
-        Ok(len) => Some(buffer[..len].to_vec()),
-        Err(rustix::io::Errno::NODATA) => None,
-        Err(errno) => panic!("lgetxattr {}: {errno}", path.display()),
-    }
+    xattr_of(path, SEAL)
 }
 
 /// Every directory at and below `root` (relative path) with its digest.
