@@ -15,6 +15,7 @@ mod project;
 mod protocol;
 mod qemu;
 mod report;
+mod systemd;
 mod watchdog;
 mod watchdog_test;
 
@@ -74,6 +75,8 @@ fn main() -> ExitCode {
     let paths = Paths::new();
     let result = if args.watchdog_test {
         watchdog_test::run(&paths)
+    } else if args.systemd {
+        systemd::run(&args, &paths)
     } else {
         suite(&args, &paths)
     };
@@ -87,6 +90,14 @@ fn main() -> ExitCode {
     }
 }
 
+/// Empties (or creates) the run's scratch directory.
+pub(crate) fn fresh_dir(work: &Path) -> Result<()> {
+    if work.exists() {
+        fs::remove_dir_all(work).with_context(|| format!("cannot empty {}", work.display()))?;
+    }
+    fs::create_dir_all(work).with_context(|| format!("cannot create {}", work.display()))
+}
+
 /// The whole suite; `Ok(true)` when every scenario passed.
 fn suite(args: &cli::Args, paths: &Paths) -> Result<bool> {
     let Paths {
@@ -95,10 +106,7 @@ fn suite(args: &cli::Args, paths: &Paths) -> Result<bool> {
         cache,
         work,
     } = paths;
-    if work.exists() {
-        fs::remove_dir_all(work).with_context(|| format!("cannot empty {}", work.display()))?;
-    }
-    fs::create_dir_all(work).with_context(|| format!("cannot create {}", work.display()))?;
+    fresh_dir(work)?;
 
     kernel::ensure(cache, args.rebuild)?;
     let semanifest = project::build(repo, work)?;
@@ -130,6 +138,7 @@ fn suite(args: &cli::Args, paths: &Paths) -> Result<bool> {
         progress: args.progress_limit,
         timeout: args.boot_timeout,
     };
+    let disks = [work.join("var.img"), work.join("node-var.img")];
     for number in 1..=3 {
         let boot = qemu::Boot {
             number,
@@ -137,7 +146,7 @@ fn suite(args: &cli::Args, paths: &Paths) -> Result<bool> {
             cpus: args.cpus,
             kernel: &image,
             initramfs: &initramfs,
-            disks: [work.join("var.img"), work.join("node-var.img")],
+            disks: &disks,
             work,
             limits,
             // One boot only, so the others show the run still reports.

@@ -98,7 +98,7 @@ pub struct Boot<'a> {
     pub cpus: u64,
     pub kernel: &'a Path,
     pub initramfs: &'a Path,
-    pub disks: [PathBuf; 2],
+    pub disks: &'a [PathBuf],
     pub work: &'a Path,
     pub limits: Limits,
     pub inject: Option<Hang>,
@@ -141,7 +141,7 @@ impl Boot<'_> {
             .arg(self.initramfs)
             .arg("-append")
             .arg(append);
-        for disk in &self.disks {
+        for disk in self.disks {
             command.arg("-drive").arg(format!(
                 "file={},format=raw,if=virtio,cache=unsafe",
                 disk.display()

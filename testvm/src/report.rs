@@ -154,6 +154,37 @@ impl Report {
         Report { lines }
     }
 
+    /// The `--systemd` stage's table: the host's rows, then each console's
+    /// `@@R` lines as reported (a broken one fails under its name), with
+    /// their `@@AVC` lines; none of the suite's whole-run rows.
+    pub fn scenarios(host: &[Row], consoles: &[String]) -> Report {
+        let mut lines: Vec<Line> = host.iter().cloned().map(Line::Row).collect();
+        for line in consoles.iter().flat_map(|console| console.lines()) {
+            match protocol::parse(line) {
+                Message::Avc { text, .. } => {
+                    lines.push(Line::Avc(format!("{}  avc: {text}", pad("", 6))))
+                }
+                Message::Result(result) => lines.push(Line::Row(Row::new(
+                    result.name,
+                    result.expected,
+                    result.observed,
+                    result.passed,
+                ))),
+                Message::Malformed {
+                    kind: Kind::Result,
+                    line,
+                } => lines.push(Line::Row(Row::new(
+                    protocol::malformed_name(line).unwrap_or("(unreadable result)"),
+                    "a complete @@R line",
+                    format!("broken on the console: {line}"),
+                    false,
+                ))),
+                _ => {}
+            }
+        }
+        Report { lines }
+    }
+
     pub fn rows(&self) -> impl Iterator<Item = &Row> {
         self.lines.iter().filter_map(|line| match line {
             Line::Row(row) => Some(row),
@@ -339,6 +370,40 @@ mod tests {
             "broken on the console: @@R|pod/runc/etcd-list|den"
         );
         assert!(report.render().ends_with("\n0 passed, 5 failed\n"));
+    }
+
+    #[test]
+    fn the_systemd_table_is_the_reported_rows_only() {
+        let host = [Row::new(
+            "boot-1/no-hang",
+            "no hang",
+            "finished in 9 s",
+            true,
+        )];
+        let boot = console(&[
+            "[    1.0] systemd[1]: Successfully loaded SELinux policy",
+            "@@R|units/apply-made-the-tree|26 dirs labelled|26 of 26 as declared|PASS",
+            "@@R|units/var-run-tmpfs-labelled|tmpfs x|/var/run -> /run, ext2/ext3, y|FAIL",
+            "@@AVC|units/var-run-tmpfs-labelled|denied { read }",
+            "@@R|units/relabel-before-runt",
+            "@@END|1|3",
+        ]);
+        let report = Report::scenarios(&host, &[boot]);
+        let names: Vec<&str> = report.rows().map(|r| r.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "boot-1/no-hang",
+                "units/apply-made-the-tree",
+                "units/var-run-tmpfs-labelled",
+                "units/relabel-before-runt",
+            ]
+        );
+        assert_eq!((report.passed(), report.failed()), (2, 2));
+        let text = report.render();
+        assert!(text.contains("avc: denied { read }"), "{text}");
+        assert!(!text.contains("relabel/boot-1"), "{text}");
+        assert!(text.ends_with("\n2 passed, 2 failed\n"), "{text}");
     }
 
     #[test]

@@ -124,7 +124,7 @@ pub fn build(work: &Path, inputs: &Inputs<'_>) -> Result<PathBuf> {
 }
 
 /// Copies `from` to `to` with `mode`, creating the parents (`install -D`).
-fn install(from: &Path, to: &Path, mode: u32) -> Result<()> {
+pub fn install(from: &Path, to: &Path, mode: u32) -> Result<()> {
     if let Some(parent) = to.parent() {
         fs::create_dir_all(parent)?;
     }
@@ -172,7 +172,7 @@ fn copy_tree(from: &Path, to: &Path) -> Result<()> {
 
 /// `find . | cpio -o -H newc` in `root`: every path, a directory before
 /// what it holds.
-fn cpio(root: &Path, archive: &Path) -> Result<()> {
+pub fn cpio(root: &Path, archive: &Path) -> Result<()> {
     let mut names = vec![".".to_owned()];
     walk(root, Path::new("."), &mut names)?;
     let mut child = Command::new("cpio")

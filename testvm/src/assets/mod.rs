@@ -6,3 +6,4 @@ pub mod disk;
 pub mod initramfs;
 pub mod kernel;
 pub mod refpolicy;
+pub mod systemd_image;

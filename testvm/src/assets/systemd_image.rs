@@ -1,0 +1,271 @@
+//! The `--systemd` stage's guest: Debian 12 as debootstrap makes it
+//! (minbase with systemd), with the layout's policy, units and binary
+//! installed by `semanifest build --install-root`, labelled by setfiles,
+//! on an ext4 root disk; and a busybox initramfs that mounts it and hands
+//! over to systemd. The packages are cached in `cache/systemd-debs/KEY`,
+//! KEY a digest of the suite, mirror and package list; the root is built
+//! fresh every run.
+
+use std::fs;
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context as _, Result};
+
+use crate::assets::initramfs;
+use crate::host::{self, say};
+
+const SUITE: &str = "bookworm";
+const MIRROR: &str = "http://deb.debian.org/debian";
+const PACKAGES: [&str; 5] = [
+    "systemd",
+    "systemd-sysv",
+    "udev",
+    "selinux-utils",
+    "policycoreutils",
+];
+/// What `build --install-root` names the policy (its default).
+const POLICY: &str = "semanifest";
+/// The test units (testvm/guest/systemd/units), besides the runtime
+/// stand-ins.
+const UNITS: [&str; 4] = [
+    "test.target",
+    "testvm-scenarios.service",
+    "containerd.service",
+    "kubelet.service",
+];
+/// udev does nothing the scenarios need, and costs time under TCG.
+const MASKED: [&str; 4] = [
+    "systemd-udevd.service",
+    "systemd-udev-trigger.service",
+    "systemd-udevd-control.socket",
+    "systemd-udevd-kernel.socket",
+];
+
+/// The package cache's key.
+fn key() -> String {
+    let text = format!("{SUITE} {MIRROR} {}\n", PACKAGES.join(","));
+    host::sha256_bytes(text.as_bytes())[..16].to_owned()
+}
+
+/// Builds `work/root.img`: debootstrap, `semanifest build
+/// --install-root`, the test units, setfiles, mkfs.ext4.
+pub fn build(cache: &Path, work: &Path, testvm: &Path, semanifest: &Path) -> Result<PathBuf> {
+    let key = key();
+    let debs = cache.join("systemd-debs").join(&key);
+    let cached = fs::read_dir(&debs).is_ok_and(|mut d| d.next().is_some());
+    say(format!(
+        "debootstrap {SUITE} ({}, packages {})",
+        if cached { "cached" } else { "downloading" },
+        key
+    ));
+    if !cached {
+        // Another key's packages are stale.
+        let _ = fs::remove_dir_all(cache.join("systemd-debs"));
+    }
+    fs::create_dir_all(&debs)?;
+    let root = work.join("systemd-root");
+    host::run_logged(
+        Command::new("debootstrap")
+            .args([
+                "--variant=minbase",
+                &format!("--include={}", PACKAGES.join(",")),
+            ])
+            .arg(format!(
+                "--cache-dir={}",
+                fs::canonicalize(&debs)?.display()
+            ))
+            .arg(SUITE)
+            .arg(&root)
+            .arg(MIRROR),
+        &work.join("debootstrap.log"),
+        "debootstrap",
+    )?;
+
+    say("semanifest build --install-root (policy, units, binary)");
+    host::run_logged(
+        Command::new(semanifest)
+            .arg("build")
+            .arg("--out")
+            .arg(work.join("systemd-policy"))
+            .arg("--install-root")
+            .arg(&root),
+        &work.join("systemd-build.log"),
+        "semanifest build --install-root",
+    )?;
+    let guest = testvm.join("guest/systemd");
+    let unit_dir = root.join("usr/lib/systemd/system");
+    for unit in UNITS {
+        fs::copy(guest.join("units").join(unit), unit_dir.join(unit))
+            .with_context(|| format!("cannot install the unit {unit}"))?;
+    }
+    let etc = root.join("etc/systemd/system");
+    let default = etc.join("default.target");
+    let _ = fs::remove_file(&default);
+    symlink("/usr/lib/systemd/system/test.target", &default)?;
+    for unit in MASKED {
+        let link = etc.join(unit);
+        let _ = fs::remove_file(&link);
+        symlink("/dev/null", &link)?;
+    }
+    let lib = root.join("usr/lib/testvm");
+    fs::create_dir_all(&lib)?;
+    fs::copy(guest.join("scenarios"), lib.join("scenarios"))?;
+    expectations(&root, semanifest, &lib)?;
+
+    let file_contexts = root.join(format!("etc/selinux/{POLICY}/contexts/files/file_contexts"));
+    host::run_logged(
+        Command::new("setfiles")
+            .args(["-F", "-r"])
+            .arg(&root)
+            .arg(&file_contexts)
+            .arg(&root),
+        &work.join("setfiles.log"),
+        "setfiles (labelling the root)",
+    )?;
+    let image = work.join("root.img");
+    let _ = fs::remove_file(&image);
+    host::output(
+        Command::new("mkfs.ext4")
+            .args(["-q", "-F", "-L", "root", "-d"])
+            .arg(&root)
+            .arg(&image)
+            .arg("1G"),
+        "mkfs.ext4 (root.img)",
+    )?;
+    Ok(image)
+}
+
+/// The scenarios' expectations: `expected` (PATH CONTEXT for every
+/// declared directory the image does not hold through a symlink) and
+/// `var-run` (the context the layout gives /var/run), both from the
+/// layout the image carries and the file_contexts build wrote.
+fn expectations(root: &Path, semanifest: &Path, out: &Path) -> Result<()> {
+    let layout = root.join("usr/lib/semanifest/layout.yaml");
+    let text =
+        fs::read_to_string(&layout).with_context(|| format!("cannot read {}", layout.display()))?;
+    let declared = declared_paths(&text);
+    if declared.is_empty() {
+        bail!("{} declares no path", layout.display());
+    }
+    let mut paths: Vec<&str> = declared
+        .iter()
+        .map(String::as_str)
+        .filter(|path| !through_symlink(root, path))
+        .collect();
+    paths.push("/var/run");
+    let file_contexts = root.join(format!("etc/selinux/{POLICY}/contexts/files/file_contexts"));
+    let looked = host::output(
+        Command::new(semanifest)
+            .arg("lookup")
+            .arg("--file-contexts")
+            .arg(&file_contexts)
+            .args(["--mode", "dir"])
+            .args(&paths),
+        "semanifest lookup",
+    )?;
+    let mut expected = String::new();
+    let mut var_run = String::new();
+    for line in looked.lines() {
+        let Some((path, context)) = line.split_once('\t') else {
+            continue;
+        };
+        if path == "/var/run" {
+            var_run = format!("{context}\n");
+        } else {
+            expected.push_str(&format!("{path} {context}\n"));
+        }
+    }
+    fs::write(out.join("expected"), expected)?;
+    fs::write(out.join("var-run"), var_run)?;
+    Ok(())
+}
+
+/// The `path:` of every entry of the layout's `spec.paths`.
+fn declared_paths(layout: &str) -> Vec<String> {
+    layout
+        .lines()
+        .filter_map(|line| line.trim_start().strip_prefix("- path:"))
+        .map(|rest| rest.split('#').next().unwrap_or("").trim())
+        .map(|path| path.trim_matches(|c| c == '"' || c == '\''))
+        .filter(|path| path.starts_with('/'))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// `path` or one of its parents is a symlink in the image.
+fn through_symlink(root: &Path, path: &str) -> bool {
+    let mut here = root.to_owned();
+    path.split('/').filter(|part| !part.is_empty()).any(|part| {
+        here.push(part);
+        fs::symlink_metadata(&here).is_ok_and(|m| m.file_type().is_symlink())
+    })
+}
+
+/// The initramfs: busybox, the kernel modules in load order and
+/// testvm/guest/systemd/init, as `work/systemd-initramfs.cpio`.
+pub fn initramfs(work: &Path, testvm: &Path, cache: &Path, modules: &[String]) -> Result<PathBuf> {
+    say("initramfs (busybox, modules, switch_root to systemd)");
+    let root = work.join("systemd-initramfs");
+    for dir in ["bin", "lib/modules", "etc/testvm", "proc", "dev"] {
+        fs::create_dir_all(root.join(dir))?;
+    }
+    initramfs::install(Path::new("/bin/busybox"), &root.join("bin/busybox"), 0o755)?;
+    for applet in [
+        "sh",
+        "mount",
+        "umount",
+        "insmod",
+        "mkdir",
+        "cat",
+        "cut",
+        "switch_root",
+        "poweroff",
+    ] {
+        symlink("busybox", root.join("bin").join(applet))?;
+    }
+    for module in modules {
+        let name = format!("{module}.ko");
+        fs::copy(
+            cache.join("kernel/modules").join(&name),
+            root.join("lib/modules").join(&name),
+        )?;
+    }
+    fs::write(root.join("etc/testvm/modules"), modules.join("\n") + "\n")?;
+    initramfs::install(
+        &testvm.join("guest/systemd/init"),
+        &root.join("init"),
+        0o755,
+    )?;
+    let archive = work.join("systemd-initramfs.cpio");
+    initramfs::cpio(&root, &archive)?;
+    Ok(archive)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_declared_paths_come_from_the_layout() {
+        let layout = "spec:\n  paths:\n    - path: /var\n      type: var_t\n    - path: \"/var/lib/etcd\"  # etcd\n      description: not - path: /x\n    - path: relative\n";
+        assert_eq!(declared_paths(layout), ["/var", "/var/lib/etcd"]);
+        assert!(declared_paths("kind: Layout\n").is_empty());
+    }
+
+    #[test]
+    fn a_path_below_a_symlink_is_held_by_the_image() {
+        let root = std::env::temp_dir().join(format!("testvm-systemd-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        fs::create_dir_all(root.join("var/lib")).unwrap();
+        fs::create_dir_all(root.join("run")).unwrap();
+        symlink("/run", root.join("var/run")).unwrap();
+        assert!(through_symlink(&root, "/var/run"));
+        assert!(through_symlink(&root, "/var/run/containerd"));
+        assert!(!through_symlink(&root, "/var/lib"));
+        // Not there yet: apply makes it.
+        assert!(!through_symlink(&root, "/var/lib/etcd"));
+        fs::remove_dir_all(&root).unwrap();
+    }
+}
