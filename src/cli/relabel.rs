@@ -220,10 +220,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let reporter = Reporter::new(args);
     // Operands sealed by an earlier pass with these very file contexts:
     // nothing to compile or walk.
-    let sealed = match options.specs_digest {
-        Some(specs) => relabel::sealed(specs, &args.paths, &options)?,
-        None => None,
-    };
+    let sealed = relabel::sealed(&args.paths, &options)?;
     let summary = match sealed {
         Some(summary) => summary,
         None => {

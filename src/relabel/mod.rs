@@ -250,6 +250,42 @@ pub struct RelabelOptions {
     pub specs_digest: Option<[u8; 32]>,
 }
 
+impl RelabelOptions {
+    /// The root operands are resolved below: the alternate root, or `/`.
+    fn open_root(&self) -> Result<crate::fsroot::Root, RelabelError> {
+        let root = self
+            .alternate_root
+            .as_deref()
+            .unwrap_or(std::path::Path::new("/"));
+        Ok(crate::fsroot::Root::open(root)?)
+    }
+
+    /// What the label scope and the mount policy add to a digest or seal.
+    fn digest_tags(&self) -> [&'static [u8]; 2] {
+        [
+            match self.scope {
+                LabelScope::Full => b"full",
+                LabelScope::TypeOnly => b"type",
+            },
+            match self.mounts {
+                MountPolicy::SameFilesystem => b"one mount",
+                MountPolicy::CrossMounts => b"any mount",
+            },
+        ]
+    }
+}
+
+/// A digest in lowercase hex, as digests and seals are stored.
+fn hex(digest: &[u8; 32]) -> String {
+    use std::fmt::Write as _;
+    digest
+        .iter()
+        .fold(String::with_capacity(64), |mut out, byte| {
+            let _ = write!(out, "{byte:02x}");
+            out
+        })
+}
+
 /// Totals of one run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Summary {

@@ -33,10 +33,9 @@ use sha2::{Digest as _, Sha256};
 
 use super::label::{decide, stored_context, Decision};
 use super::{
-    Digests, LabelScope, MountPolicy, RelabelError, RelabelOptions, Summary, DIGEST_VERSION,
-    DIGEST_XATTR, XATTR_NAME,
+    hex, Digests, RelabelError, RelabelOptions, Summary, DIGEST_VERSION, DIGEST_XATTR, XATTR_NAME,
 };
-use crate::fsroot::{Handle, Root};
+use crate::fsroot::Handle;
 
 /// The xattr that holds an operand's seal. `trusted.*`, like the digest,
 /// so only `CAP_SYS_ADMIN` can forge one.
@@ -45,13 +44,13 @@ pub const SEAL_XATTR: &str = "trusted.semanifest.seal";
 /// Longest seal or digest value read; a longer one is not ours.
 const VALUE_LIMIT: usize = 4096;
 
-/// What a seal covers besides the operand's own state.
+/// What a seal covers besides the operand's own state (of the options:
+/// the label scope and the mount policy).
 #[derive(Clone, Copy)]
 pub(crate) struct SealInputs<'k> {
     pub specs: [u8; 32],
     pub key: &'k [u8],
-    pub scope: LabelScope,
-    pub mounts: MountPolicy,
+    pub options: &'k RelabelOptions,
 }
 
 impl SealInputs<'_> {
@@ -65,14 +64,9 @@ impl SealInputs<'_> {
         field(&DIGEST_VERSION.to_le_bytes());
         field(&self.specs);
         field(self.key);
-        field(match self.scope {
-            LabelScope::Full => b"full",
-            LabelScope::TypeOnly => b"type",
-        });
-        field(match self.mounts {
-            MountPolicy::SameFilesystem => b"one mount",
-            MountPolicy::CrossMounts => b"any mount",
-        });
+        for tag in self.options.digest_tags() {
+            field(tag);
+        }
         field(subtree_digest);
         field(label);
         hasher.finalize().into()
@@ -95,10 +89,6 @@ impl SealInputs<'_> {
         let (hash, label) = (rest.get(..64)?, rest.get(64..)?.strip_prefix(b":")?);
         (hash == hex(&self.hash(subtree_digest, label)).as_bytes()).then_some(label)
     }
-}
-
-fn hex(bytes: &[u8; 32]) -> String {
-    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
 /// Removes an object's seal and subtree digest (`ENODATA`, none there, is
@@ -128,14 +118,14 @@ pub(crate) fn forget(handle: Handle<'_>) -> rustix::io::Result<()> {
     Ok(())
 }
 
-/// With [`Digests::Skip`] and file contexts of digest `specs`: the summary
-/// of a pass with nothing to do, if every operand is a directory whose seal
-/// holds for these options and whose own label is right; `None` when any
-/// one is not (then run [`super::relabel`]). Never writes.
+/// With [`Digests::Skip`] and [`RelabelOptions::specs_digest`]: the
+/// summary of a pass with nothing to do, if every operand is a directory
+/// whose seal holds for these options and whose own label is right; `None`
+/// when any one is not (then run [`super::relabel`]). Never writes.
 ///
-/// Excludes and forced passes are never sealed: `None`.
+/// Excludes and forced passes are never sealed, nor a run without the
+/// specs digest: `None`.
 pub fn sealed(
-    specs: [u8; 32],
     paths: &[PathBuf],
     options: &RelabelOptions,
 ) -> Result<Option<Summary>, RelabelError> {
@@ -143,13 +133,13 @@ pub fn sealed(
     if paths.is_empty() {
         return Err(RelabelError::NoPaths);
     }
+    let Some(specs) = options.specs_digest else {
+        return Ok(None);
+    };
     if options.digests != Digests::Skip || !options.excludes.is_empty() {
         return Ok(None);
     }
-    let root = match &options.alternate_root {
-        Some(root) => Root::open(root)?,
-        None => Root::open(std::path::Path::new("/"))?,
-    };
+    let root = options.open_root()?;
     for path in paths {
         let key = root.key(path)?;
         let entry = root.resolve(&key)?;
@@ -159,8 +149,7 @@ pub fn sealed(
         let inputs = SealInputs {
             specs,
             key: &key,
-            scope: options.scope,
-            mounts: options.mounts,
+            options,
         };
         let read = |name: &str| -> Option<Vec<u8>> {
             let mut buffer = vec![0u8; VALUE_LIMIT];
@@ -200,40 +189,58 @@ pub fn sealed(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::relabel::LabelScope;
 
-    fn inputs(key: &[u8]) -> SealInputs<'_> {
+    fn inputs<'k>(key: &'k [u8], options: &'k RelabelOptions) -> SealInputs<'k> {
         SealInputs {
             specs: [7; 32],
             key,
-            scope: LabelScope::TypeOnly,
-            mounts: MountPolicy::SameFilesystem,
+            options,
         }
     }
 
     #[test]
     fn a_seal_vouches_only_for_its_own_inputs() {
+        let type_only = RelabelOptions {
+            scope: LabelScope::TypeOnly,
+            ..RelabelOptions::default()
+        };
         let label = "system_u:object_r:var_t:s0";
-        let seal = inputs(b"/var").value(b"v1:digest", label);
+        let seal = inputs(b"/var", &type_only).value(b"v1:digest", label);
         assert_eq!(
-            inputs(b"/var").vouched_label(&seal, b"v1:digest"),
+            inputs(b"/var", &type_only).vouched_label(&seal, b"v1:digest"),
             Some(label.as_bytes())
         );
         // Another digest stored, another operand, other specs, scope or
         // label: void.
-        assert_eq!(inputs(b"/var").vouched_label(&seal, b"v1:other"), None);
-        assert_eq!(inputs(b"/srv").vouched_label(&seal, b"v1:digest"), None);
-        let mut other = inputs(b"/var");
+        assert_eq!(
+            inputs(b"/var", &type_only).vouched_label(&seal, b"v1:other"),
+            None
+        );
+        assert_eq!(
+            inputs(b"/srv", &type_only).vouched_label(&seal, b"v1:digest"),
+            None
+        );
+        let mut other = inputs(b"/var", &type_only);
         other.specs = [8; 32];
         assert_eq!(other.vouched_label(&seal, b"v1:digest"), None);
-        other = inputs(b"/var");
-        other.scope = LabelScope::Full;
-        assert_eq!(other.vouched_label(&seal, b"v1:digest"), None);
+        let full = RelabelOptions {
+            scope: LabelScope::Full,
+            ..type_only.clone()
+        };
+        assert_eq!(
+            inputs(b"/var", &full).vouched_label(&seal, b"v1:digest"),
+            None
+        );
         let mut forged = seal.to_vec();
         let at = forged.len() - 5;
         forged[at..].copy_from_slice(b"etc_t");
-        assert_eq!(inputs(b"/var").vouched_label(&forged, b"v1:digest"), None);
         assert_eq!(
-            inputs(b"/var").vouched_label(b"v1:short", b"v1:digest"),
+            inputs(b"/var", &type_only).vouched_label(&forged, b"v1:digest"),
+            None
+        );
+        assert_eq!(
+            inputs(b"/var", &type_only).vouched_label(b"v1:short", b"v1:digest"),
             None
         );
     }

@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 use std::ffi::{CStr, CString};
 use std::os::fd::{AsFd, OwnedFd};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -17,9 +17,9 @@ use super::hardlinks::{Claim, HardLinks};
 use super::label::{decide, stored_context, Decision};
 use super::seal::{self, SealInputs, SEAL_XATTR};
 use super::{
-    Digests, HardLinkConflict, LabelLookup, LabelScope, MountPolicy, ObjectError, ObjectPath,
-    Observer, Operation, RelabelError, RelabelOptions, Relabeling, Summary, WriteMode,
-    DIGEST_VERSION, DIGEST_XATTR, XATTR_NAME,
+    hex, Digests, HardLinkConflict, LabelLookup, MountPolicy, ObjectError, ObjectPath, Observer,
+    Operation, RelabelError, RelabelOptions, Relabeling, Summary, WriteMode, DIGEST_VERSION,
+    DIGEST_XATTR, XATTR_NAME,
 };
 use crate::fcontext::FileKind;
 use crate::fsroot::{components, Entry, Handle, Meta, Root};
@@ -51,10 +51,7 @@ pub fn relabel<L: LabelLookup + ?Sized>(
     }
     // Each directory on the walk's frontier holds an fd.
     crate::fsroot::raise_fd_limit();
-    let root = match &options.alternate_root {
-        Some(root) => Root::open(root)?,
-        None => Root::open(Path::new("/"))?,
-    };
+    let root = options.open_root()?;
     // Excludes need not exist: they are compared as keys, a name at a time.
     let excludes = options
         .excludes
@@ -493,8 +490,7 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
                         let inputs = SealInputs {
                             specs,
                             key,
-                            scope: self.options.scope,
-                            mounts: self.options.mounts,
+                            options: self.options,
                         };
                         Some(inputs.value(digest.as_deref().unwrap_or_default(), expected))
                     }
@@ -568,22 +564,13 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
         let mut hasher = Sha256::new();
         hasher.update(b"semanifest subtree digest\0");
         hasher.update(DIGEST_VERSION.to_le_bytes());
-        hasher.update(match self.options.scope {
-            LabelScope::Full => b"full",
-            LabelScope::TypeOnly => b"type",
-        });
-        hasher.update(match self.options.mounts {
-            MountPolicy::SameFilesystem => b"one mount",
-            MountPolicy::CrossMounts => b"any mount",
-        });
-        hasher.update(digest);
-        let hash: [u8; 32] = hasher.finalize().into();
-        let mut value = Vec::with_capacity(3 + 64);
-        value.extend_from_slice(b"v1:");
-        for byte in hash {
-            value.extend_from_slice(format!("{byte:02x}").as_bytes());
+        for tag in self.options.digest_tags() {
+            hasher.update(tag);
         }
-        value.into()
+        hasher.update(digest);
+        format!("v1:{}", hex(&hasher.finalize().into()))
+            .into_bytes()
+            .into()
     }
 
     /// Releases one pending share of `subtree` (marking it incomplete
