@@ -73,6 +73,31 @@ struct RelabelRun {
     described: String,
 }
 
+/// The table line a console message gives as the guest reported it: an
+/// AVC, a scenario's row, or a FAIL row under its name for a broken `@@R`
+/// line; `None` for the other messages.
+fn reported(message: Message<'_>) -> Option<Line> {
+    match message {
+        Message::Avc { text, .. } => Some(Line::Avc(format!("{}  avc: {text}", pad("", 6)))),
+        Message::Result(result) => Some(Line::Row(Row::new(
+            result.name,
+            result.expected,
+            result.observed,
+            result.passed,
+        ))),
+        Message::Malformed {
+            kind: Kind::Result,
+            line,
+        } => Some(Line::Row(Row::new(
+            protocol::malformed_name(line).unwrap_or("(unreadable result)"),
+            "a complete @@R line",
+            format!("broken on the console: {line}"),
+            false,
+        ))),
+        _ => None,
+    }
+}
+
 impl Report {
     /// Judges the host's rows and the consoles' lines (boot 1 first).
     pub fn judge(host: &[Row], consoles: &[String]) -> Report {
@@ -95,9 +120,6 @@ impl Report {
                         _ => {}
                     }
                 }
-                Message::Avc { text, .. } => {
-                    lines.push(Line::Avc(format!("{}  avc: {text}", pad("", 6))))
-                }
                 Message::Result(result)
                     if result.name.starts_with(LEAKY_PREFIX) && result.expected == "denied" =>
                 {
@@ -114,22 +136,7 @@ impl Report {
                         leaked,
                     )));
                 }
-                Message::Result(result) => lines.push(Line::Row(Row::new(
-                    result.name,
-                    result.expected,
-                    result.observed,
-                    result.passed,
-                ))),
-                Message::Malformed {
-                    kind: Kind::Result,
-                    line,
-                } => lines.push(Line::Row(Row::new(
-                    protocol::malformed_name(line).unwrap_or("(unreadable result)"),
-                    "a complete @@R line",
-                    format!("broken on the console: {line}"),
-                    false,
-                ))),
-                _ => {}
+                message => lines.extend(reported(message)),
             }
         }
         let [boot1, boot2] = relabels;
@@ -159,29 +166,11 @@ impl Report {
     /// their `@@AVC` lines; none of the suite's whole-run rows.
     pub fn scenarios(host: &[Row], consoles: &[String]) -> Report {
         let mut lines: Vec<Line> = host.iter().cloned().map(Line::Row).collect();
-        for line in consoles.iter().flat_map(|console| console.lines()) {
-            match protocol::parse(line) {
-                Message::Avc { text, .. } => {
-                    lines.push(Line::Avc(format!("{}  avc: {text}", pad("", 6))))
-                }
-                Message::Result(result) => lines.push(Line::Row(Row::new(
-                    result.name,
-                    result.expected,
-                    result.observed,
-                    result.passed,
-                ))),
-                Message::Malformed {
-                    kind: Kind::Result,
-                    line,
-                } => lines.push(Line::Row(Row::new(
-                    protocol::malformed_name(line).unwrap_or("(unreadable result)"),
-                    "a complete @@R line",
-                    format!("broken on the console: {line}"),
-                    false,
-                ))),
-                _ => {}
-            }
-        }
+        let reported_lines = consoles
+            .iter()
+            .flat_map(|console| console.lines())
+            .filter_map(|line| reported(protocol::parse(line)));
+        lines.extend(reported_lines);
         Report { lines }
     }
 
