@@ -381,7 +381,7 @@ impl Run<'_> {
             Ok(entry)
                 if entry.kind() == FileType::Symlink && self.keep.iter().any(|k| k == key) =>
             {
-                match self.keepable(key, &parent, &name) {
+                match keepable_target(self.layout, key, &parent, &name) {
                     Ok(target) => {
                         self.kept.push(key.to_owned());
                         self.report.kept.push(KeptSymlink {
@@ -642,10 +642,6 @@ impl Run<'_> {
             path: EscapedPath(path).to_string(),
             what,
         });
-    }
-
-    fn keepable(&self, key: &str, parent: &OwnedFd, name: &CString) -> Result<String, String> {
-        keepable_target(self.layout, key, parent, name)
     }
 
     fn fail(&mut self, key: &str, error: PathError) {
