@@ -326,7 +326,8 @@ pub fn prune(
                         &root.display(held.as_bytes()),
                         format!("--keep-symlink: {why}"),
                     ));
-                    failed.push(key);
+                    // Once: nothing at or below the link is tried again.
+                    failed.push(held);
                     report.targets.push(report_of(false));
                     continue;
                 }
