@@ -597,7 +597,12 @@ fn flags(o: &Side<'_>, n: &Side<'_>, out: &mut Vec<ManifestChange>) {
                 .values(
                     Some(format!("tmpfs: {}", a.mount.tmpfs)),
                     Some(format!("tmpfs: {}", b.mount.tmpfs)),
-                ),
+                )
+                // The mount's type may associate with itself (templates/module.cil.j2).
+                .pairs({
+                    let mounted = if b.mount.tmpfs { b } else { a };
+                    vec![pair(&mounted.type_name, &mounted.type_name)]
+                }),
             );
         }
         if a.mount.propagation != b.mount.propagation {

@@ -51,6 +51,10 @@ pub struct PathPlan {
     /// Present when the path is protected and this is the first path of
     /// its type (the neverallow is per type).
     pub protection: Option<Protection>,
+    /// A tmpfs is mounted here with `context=` this type: the filesystem
+    /// itself carries the type, and every file made on it is checked for
+    /// `associate` against it.
+    pub tmpfs_context: bool,
 }
 
 #[derive(Debug, Serialize, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -215,6 +219,7 @@ pub fn plan(layout: &Layout, source: &str, description: Option<&str>) -> ModuleP
                 filecon: subtree_regex(&rule.path),
                 allows,
                 protection,
+                tmpfs_context: rule.mount.tmpfs,
             }
         })
         .collect();

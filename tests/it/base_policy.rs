@@ -277,14 +277,25 @@ fn classes_in_list() -> BTreeMap<String, BTreeSet<String>> {
 }
 
 #[test]
-fn binary_policy_has_exactly_the_kernel_classes_and_permissions() {
+fn binary_policy_has_exactly_the_kernel_and_systemd_classes_and_permissions() {
     let compiled = compile_base_with(&[]);
     let binary = classes_in_binary(&compiled.policy());
     let from_cil = classes_in_cil();
-    let from_kernel = classes_in_list();
-    assert_eq!(from_kernel.len(), 97, "Linux 6.1 defines 97 classes");
+    let listed = classes_in_list();
+    assert_eq!(
+        listed.len(),
+        98,
+        "Linux 6.1 defines 97 classes, systemd checks one more (service)"
+    );
     assert_eq!(binary, from_cil);
-    assert_eq!(binary, from_kernel);
+    assert_eq!(binary, listed);
+    // What systemd asks for a unit and for the manager: without them every
+    // systemctl call is refused under handleunknown deny.
+    for perm in ["start", "stop", "status", "reload", "enable", "disable"] {
+        assert!(binary["service"].contains(perm), "service {perm}");
+        assert!(binary["system"].contains(perm), "system {perm}");
+    }
+    assert!(binary["system"].contains("reboot") && binary["system"].contains("halt"));
 }
 
 #[test]
@@ -444,4 +455,97 @@ fn mcs_keeps_pods_apart_and_leaves_the_system_alone() {
         }
     }
     assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+/// systemd loads the policy as kernel_t, asks which label its executable
+/// gives a process and switches to it: the answer must be init_t. And
+/// systemd's own checks (class service for a unit, system for the
+/// manager) must find their permissions: the trusted init_t holds them,
+/// confined domains do not.
+#[test]
+fn systemd_becomes_init_t_and_its_unit_checks_are_decided_by_the_policy() {
+    let compiled = compile_base_with(&[]);
+    assert_eq!(
+        sesearch(
+            &compiled,
+            &["-T", "-s", "kernel_t", "-t", "init_exec_t", "-c", "process"]
+        )
+        .trim(),
+        "type_transition kernel_t init_exec_t:process init_t;"
+    );
+    let file_contexts =
+        std::fs::read_to_string(compiled.file_contexts()).expect("file_contexts written");
+    for line in [
+        "/usr/lib/systemd/systemd\t--\tsystem_u:object_r:init_exec_t:s0",
+        "/lib/systemd/systemd\t--\tsystem_u:object_r:init_exec_t:s0",
+    ] {
+        assert!(file_contexts.lines().any(|l| l == line), "{line:?} missing");
+    }
+    for (source, target, class, perm, verdict) in [
+        ("kernel_t", "init_t", "process", "transition", "allow"),
+        ("init_t", "init_exec_t", "file", "entrypoint", "allow"),
+        ("init_t", "os_file_t", "service", "start", "allow"),
+        ("init_t", "init_t", "system", "reload", "allow"),
+        ("init_t", "init_t", "system", "status", "allow"),
+        // Controls: a confined domain neither runs the init program nor
+        // manages units.
+        ("kubelet_t", "init_exec_t", "file", "execute", "terule"),
+        ("kubelet_t", "os_file_t", "service", "stop", "terule"),
+        ("container_t", "init_t", "system", "reboot", "terule"),
+    ] {
+        // Processes are system_r, files object_r.
+        let role = if class == "process" || class == "system" {
+            "system_r"
+        } else {
+            "object_r"
+        };
+        assert_eq!(
+            libsepol_verdict(
+                &compiled,
+                &format!("system_u:system_r:{source}:s0"),
+                &format!("system_u:{role}:{target}:s0"),
+                class,
+                perm
+            ),
+            verdict,
+            "{source} {target}:{class} {perm}"
+        );
+    }
+}
+
+/// A tmpfs mounted with `context=TYPE` labels the filesystem itself TYPE,
+/// and the kernel checks every file made on it with `associate` from TYPE
+/// to TYPE: the module allows exactly that for the layout's tmpfs types.
+#[test]
+fn a_tmpfs_mount_type_may_associate_with_itself_and_no_other_type_gains_it() {
+    let module = include_str!("../data/golden/structured-var/structured_var.cil");
+    let compiled = compile_base_with(&[("90-structured_var.cil", module)]);
+    let var_run = "system_u:object_r:var_run_t:s0";
+    let var_log = "system_u:object_r:var_log_t:s0";
+    assert_eq!(
+        libsepol_verdict(&compiled, var_run, var_run, "filesystem", "associate"),
+        "allow"
+    );
+    // Control: a type that is not mounted as a tmpfs is no filesystem type.
+    assert_eq!(
+        libsepol_verdict(&compiled, var_log, var_log, "filesystem", "associate"),
+        "terule"
+    );
+    assert_eq!(
+        sesearch(
+            &compiled,
+            &[
+                "-A",
+                "-c",
+                "filesystem",
+                "-p",
+                "associate",
+                "-t",
+                "var_run_t",
+                "-dt"
+            ]
+        )
+        .trim(),
+        "allow var_run_t var_run_t:filesystem associate;"
+    );
 }

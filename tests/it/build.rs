@@ -450,7 +450,7 @@ fn declared_directories_get_named_type_transitions() {
     .collect::<std::collections::BTreeSet<_>>()
     .into_iter()
     .collect();
-    assert_eq!(type_transitions(&policy, &[]), expected);
+    assert_eq!(type_transitions(&policy, &["-c", "dir"]), expected);
     // The example of the contract, queried the way an administrator would.
     assert_eq!(
         type_transitions(
@@ -507,7 +507,7 @@ fn conflicting_named_transitions_are_left_out() {
         "{cil}"
     );
     assert_eq!(
-        type_transitions(&out.join("policy.33"), &[]),
+        type_transitions(&out.join("policy.33"), &["-c", "dir"]),
         ["type_transition app_t srv_t:dir c_cache_t cache;"]
     );
 }
