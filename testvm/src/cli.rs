@@ -41,9 +41,11 @@ pub struct Args {
     /// be stopped early with exit 1 and a boot-1/no-hang FAIL naming it.
     #[arg(long, conflicts_with = "inject_hang")]
     pub watchdog_test: bool,
-    /// Instead of the suite: boot Debian 12's own systemd as PID 1 from a
-    /// debootstrapped root with the layout installed by `semanifest build
-    /// --install-root` (permissive), and report the boot units' scenarios.
+    /// Only the suite's last stage: boot Debian 12's own systemd as PID 1,
+    /// enforcing, from a debootstrapped root with the layout installed by
+    /// `semanifest build --install-root`, then again with the layout's
+    /// units masked (the control), and report the boot units' and kubens'
+    /// scenarios.
     #[arg(long, conflicts_with_all = ["watchdog_test", "inject_hang"])]
     pub systemd: bool,
 }

@@ -1,8 +1,9 @@
 //! The VM suite's host side (`testvm/run`): checks the host commands,
 //! fetches Debian's kernel into a verified cache, builds the project and
 //! its policies, builds an initramfs and an ext4 /var image, boots three
-//! times under a watchdog, reads the guest's `@@` results from the serial
-//! console and decides every verdict. The guest side is testvm/guest.
+//! times under a watchdog, then boots Debian's systemd twice (module
+//! systemd), reads the guest's `@@` results from the serial console and
+//! decides every verdict. The guest side is testvm/guest.
 //!
 //! Exit status: 0 only when every scenario passed; 1 when one failed, a
 //! boot hung or never reported, or the harness could not run; 2 on usage
@@ -28,7 +29,7 @@ use clap::Parser as _;
 
 use crate::assets::{disk, initramfs, kernel, refpolicy};
 use crate::host::say;
-use crate::report::{Report, Row};
+use crate::report::Report;
 use crate::watchdog::Limits;
 
 /// Where everything lives: the repository, testvm/, its cache and the
@@ -151,18 +152,16 @@ fn suite(args: &cli::Args, paths: &Paths) -> Result<bool> {
             limits,
             // One boot only, so the others show the run still reports.
             inject: args.inject_hang.filter(|_| number == 1),
+            enforcing: false,
+            cmdline: &[],
+            snapshot: false,
         };
         host_rows.extend(boot.run()?);
     }
     let consoles = (1..=3)
         .map(|n| fs::read_to_string(work.join(format!("console-{n}.log"))).unwrap_or_default())
         .collect::<Vec<_>>();
-    let report = Report::judge(&host_rows, &consoles);
-    fs::write(
-        work.join("results.json"),
-        serde_json::to_string_pretty(&report.rows().collect::<Vec<&Row>>())?,
-    )?;
-    print!("{}", report.render());
-    println!("total time: {} s", host::elapsed());
-    Ok(report.failed() == 0)
+    let mut report = Report::judge(&host_rows, &consoles);
+    report.extend(systemd::stage(args, paths, &semanifest, Some(accel))?);
+    systemd::finish(&report, work)
 }

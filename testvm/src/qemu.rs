@@ -102,6 +102,14 @@ pub struct Boot<'a> {
     pub work: &'a Path,
     pub limits: Limits,
     pub inject: Option<Hang>,
+    /// `enforcing=1` on the kernel command line; otherwise `enforcing=0`
+    /// (the suite's init switches to enforcing itself, after its setup).
+    pub enforcing: bool,
+    /// More kernel command-line words (`systemd.mask=UNIT`).
+    pub cmdline: &'a [String],
+    /// The disks' writes go to a throwaway overlay (`snapshot=on`): the
+    /// next boot starts from the same image.
+    pub snapshot: bool,
 }
 
 impl Boot<'_> {
@@ -114,11 +122,16 @@ impl Boot<'_> {
         // no_timer_check: see docs/vm.md ("The timer check panics a loaded
         // host's guest").
         let mut append = format!(
-            "console=ttyS0 security=selinux enforcing=0 mitigations=off no_timer_check quiet panic=-1 semanifest.boot={}",
+            "console=ttyS0 security=selinux enforcing={} mitigations=off no_timer_check quiet panic=-1 semanifest.boot={}",
+            u8::from(self.enforcing),
             self.number
         );
         if let Some(hang) = self.inject {
             append.push_str(&format!(" semanifest.inject={}", hang.name()));
+        }
+        for word in self.cmdline {
+            append.push(' ');
+            append.push_str(word);
         }
         File::create(self.console())?;
         let mut command = Command::new("qemu-system-x86_64");
@@ -143,8 +156,9 @@ impl Boot<'_> {
             .arg(append);
         for disk in self.disks {
             command.arg("-drive").arg(format!(
-                "file={},format=raw,if=virtio,cache=unsafe",
-                disk.display()
+                "file={},format=raw,if=virtio,cache=unsafe{}",
+                disk.display(),
+                if self.snapshot { ",snapshot=on" } else { "" }
             ));
         }
         let log = File::create(self.work.join(format!("qemu-{}.log", self.number)))?;

@@ -174,6 +174,41 @@ impl Report {
         Report { lines }
     }
 
+    /// A control boot's table: for each scenario in `must_fail`, a row
+    /// `PREFIX/NAME` that passes only when the guest reported the scenario
+    /// and it failed. The boot's other results are not judged.
+    pub fn control(host: &[Row], console: &str, prefix: &str, must_fail: &[&str]) -> Report {
+        let mut lines: Vec<Line> = host.iter().cloned().map(Line::Row).collect();
+        for name in must_fail {
+            let reported = console
+                .lines()
+                .find_map(|line| match protocol::parse(line) {
+                    Message::Result(result) if result.name == *name => Some(result),
+                    _ => None,
+                });
+            let row_name = format!("{prefix}/{name}");
+            lines.push(Line::Row(match reported {
+                Some(result) => Row::new(
+                    &row_name,
+                    "FAIL",
+                    format!(
+                        "{}: {}",
+                        if result.passed { "PASS" } else { "FAIL" },
+                        result.observed
+                    ),
+                    !result.passed,
+                ),
+                None => Row::new(&row_name, "FAIL", "not reported", false),
+            }));
+        }
+        Report { lines }
+    }
+
+    /// Appends `other`'s lines.
+    pub fn extend(&mut self, other: Report) {
+        self.lines.extend(other.lines);
+    }
+
     pub fn rows(&self) -> impl Iterator<Item = &Row> {
         self.lines.iter().filter_map(|line| match line {
             Line::Row(row) => Some(row),
@@ -393,6 +428,38 @@ mod tests {
         assert!(text.contains("avc: denied { read }"), "{text}");
         assert!(!text.contains("relabel/boot-1"), "{text}");
         assert!(text.ends_with("\n2 passed, 2 failed\n"), "{text}");
+    }
+
+    #[test]
+    fn a_control_row_passes_only_on_a_reported_failure() {
+        let boot = console(&[
+            "@@R|units/a|x|missing: /var/lib/etcd|FAIL",
+            "@@R|units/b|x|all there|PASS",
+            "@@R|units/c|x|not judged|FAIL",
+            "@@END|5|3",
+        ]);
+        let report = Report::control(
+            &[],
+            &boot,
+            "control/masked",
+            &["units/a", "units/b", "units/d"],
+        );
+        let verdicts: Vec<(&str, bool, &str)> = report
+            .rows()
+            .map(|r| (r.name.as_str(), r.passed, r.observed.as_str()))
+            .collect();
+        assert_eq!(
+            verdicts,
+            [
+                (
+                    "control/masked/units/a",
+                    true,
+                    "FAIL: missing: /var/lib/etcd"
+                ),
+                ("control/masked/units/b", false, "PASS: all there"),
+                ("control/masked/units/d", false, "not reported"),
+            ]
+        );
     }
 
     #[test]
