@@ -48,6 +48,12 @@ pub struct Args {
     /// scenarios.
     #[arg(long, conflicts_with_all = ["watchdog_test", "inject_hang"])]
     pub systemd: bool,
+    /// Measure the systemd stage's boot time: build its image once, then N
+    /// rounds of a cold boot (a fresh copy of the image, the host's page
+    /// cache dropped: apply makes the tree, the relabel walks /var) and a
+    /// warm one (the same disk again). Prints the seconds to test.target.
+    #[arg(long, value_name = "N", conflicts_with_all = ["watchdog_test", "inject_hang", "systemd"], value_parser = clap::value_parser!(u64).range(1..))]
+    pub boot_bench: Option<u64>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

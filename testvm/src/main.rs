@@ -76,6 +76,8 @@ fn main() -> ExitCode {
     let paths = Paths::new();
     let result = if args.watchdog_test {
         watchdog_test::run(&paths)
+    } else if let Some(rounds) = args.boot_bench {
+        systemd::bench(&args, &paths, rounds)
     } else if args.systemd {
         systemd::run(&args, &paths)
     } else {
