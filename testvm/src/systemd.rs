@@ -43,11 +43,17 @@ const RELABEL_UNIT: &str = "semanifest-relabel.service";
 /// `testvm/run --systemd`: the stage alone; `Ok(true)` when every
 /// scenario passed.
 pub fn run(args: &Args, paths: &Paths) -> Result<bool> {
-    crate::fresh_dir(&paths.work)?;
-    kernel::ensure(&paths.cache, args.rebuild)?;
-    let semanifest = project::build(&paths.repo, &paths.work)?;
+    let semanifest = alone(args, paths)?;
     let report = stage(args, paths, &semanifest, None)?;
     finish(&report, &paths.work)
+}
+
+/// What the suite did before the stage, when it runs alone: an empty
+/// scratch directory, the kernel cache, the binary.
+fn alone(args: &Args, paths: &Paths) -> Result<PathBuf> {
+    crate::fresh_dir(&paths.work)?;
+    kernel::ensure(&paths.cache, args.rebuild)?;
+    project::build(&paths.repo, &paths.work)
 }
 
 /// Writes `results.json`, prints the table and the total time.
@@ -69,34 +75,14 @@ pub fn stage(
     semanifest: &Path,
     accel: Option<&'static str>,
 ) -> Result<Report> {
-    let Paths {
-        testvm,
-        cache,
-        work,
-        ..
-    } = paths;
-    let (package, modules) = kernel::manifest_package_and_modules(cache)?;
-    let kernel_image = kernel::image(cache);
-    let image = systemd_image::build(cache, work, testvm, semanifest)?;
-    let initramfs = systemd_image::initramfs(work, testvm, cache, &modules)?;
-    let accel = accel.unwrap_or_else(|| qemu::choose(args.accel, &kernel_image, &initramfs));
-    say(format!(
-        "booting systemd, enforcing (accel={accel}, kernel {package}, {} vCPU)",
-        args.cpus
-    ));
+    let (image, guest) = prepare(args, paths, semanifest, accel)?;
+    let work = &paths.work;
     let masks: Vec<String> = image
         .layout_units
         .iter()
         .filter(|unit| *unit != RELABEL_UNIT)
         .map(|unit| format!("systemd.mask={unit}"))
         .collect();
-    let guest = Guest {
-        args,
-        accel,
-        kernel: kernel_image,
-        initramfs,
-        work,
-    };
     let boot = |number, disk: &Path, cmdline: &[String]| guest.boot(number, disk, cmdline, true);
     let built = boot(BOOT, &image.disk, &[])?;
     let mut report = Report::scenarios(&built, &[console(work, BOOT)]);
@@ -112,6 +98,39 @@ pub fn stage(
         &CONTROL_MUST_FAIL,
     ));
     Ok(report)
+}
+
+/// The image, its initramfs and the accelerator (`accel`, or chosen
+/// here).
+fn prepare<'a>(
+    args: &'a Args,
+    paths: &'a Paths,
+    semanifest: &Path,
+    accel: Option<&'static str>,
+) -> Result<(systemd_image::Image, Guest<'a>)> {
+    let Paths {
+        testvm,
+        cache,
+        work,
+        ..
+    } = paths;
+    let (package, modules) = kernel::manifest_package_and_modules(cache)?;
+    let kernel_image = kernel::image(cache);
+    let image = systemd_image::build(cache, work, testvm, semanifest)?;
+    let initramfs = systemd_image::initramfs(work, testvm, cache, &modules)?;
+    let accel = accel.unwrap_or_else(|| qemu::choose(args.accel, &kernel_image, &initramfs));
+    say(format!(
+        "booting systemd, enforcing (accel={accel}, kernel {package}, {} vCPU)",
+        args.cpus
+    ));
+    let guest = Guest {
+        args,
+        accel,
+        kernel: kernel_image,
+        initramfs,
+        work,
+    };
+    Ok((image, guest))
 }
 
 /// What every boot of the stage shares.
@@ -174,27 +193,9 @@ fn test_target_reached(console: &str) -> Option<f64> {
 /// `testvm/run --boot-bench N`; `Ok(true)` when every boot's scenarios
 /// passed.
 pub fn bench(args: &Args, paths: &Paths, rounds: u64) -> Result<bool> {
-    let Paths {
-        repo,
-        testvm,
-        cache,
-        work,
-    } = paths;
-    crate::fresh_dir(work)?;
-    kernel::ensure(cache, args.rebuild)?;
-    let semanifest = project::build(repo, work)?;
-    let (_, modules) = kernel::manifest_package_and_modules(cache)?;
-    let kernel_image = kernel::image(cache);
-    let image = systemd_image::build(cache, work, testvm, &semanifest)?;
-    let initramfs = systemd_image::initramfs(work, testvm, cache, &modules)?;
-    let accel = qemu::choose(args.accel, &kernel_image, &initramfs);
-    let guest = Guest {
-        args,
-        accel,
-        kernel: kernel_image,
-        initramfs,
-        work,
-    };
+    let semanifest = alone(args, paths)?;
+    let (image, guest) = prepare(args, paths, &semanifest, None)?;
+    let work = &paths.work;
     let disk = work.join("bench.img");
     let mut all_passed = true;
     let mut failures = Vec::new();
@@ -259,11 +260,12 @@ pub fn bench(args: &Args, paths: &Paths, rounds: u64) -> Result<bool> {
     for (name, sample) in ["cold", "warm"].iter().zip(&samples) {
         let (mut reached, mut wall): (Vec<f64>, Vec<f64>) = sample.iter().copied().unzip();
         println!(
-            "{name}: median {} s to test.target, {} s wall ({} boots, {} vCPU, accel={accel})",
+            "{name}: median {} s to test.target, {} s wall ({} boots, {} vCPU, accel={})",
             median(&mut reached),
             median(&mut wall),
             sample.len(),
-            args.cpus
+            args.cpus,
+            guest.accel
         );
     }
     println!("total time: {} s", host::elapsed());
