@@ -51,9 +51,10 @@ pub struct PathPlan {
     /// Present when the path is protected and this is the first path of
     /// its type (the neverallow is per type).
     pub protection: Option<Protection>,
-    /// A tmpfs is mounted here with `context=` this type: the filesystem
-    /// itself carries the type, and every file made on it is checked for
-    /// `associate` against it.
+    /// A tmpfs is mounted here with `context=` this type (and this is the
+    /// first such path of the type): the filesystem itself carries the
+    /// type, and every file made on it is checked for `associate` against
+    /// it.
     pub tmpfs_context: bool,
 }
 
@@ -172,6 +173,7 @@ pub fn plan(layout: &Layout, source: &str, description: Option<&str>) -> ModuleP
 
     let mut seen_types: BTreeSet<&str> = BTreeSet::new();
     let mut protected_types: BTreeSet<&str> = BTreeSet::new();
+    let mut tmpfs_types: BTreeSet<&str> = BTreeSet::new();
     let paths = layout
         .paths
         .iter()
@@ -219,7 +221,8 @@ pub fn plan(layout: &Layout, source: &str, description: Option<&str>) -> ModuleP
                 filecon: subtree_regex(&rule.path),
                 allows,
                 protection,
-                tmpfs_context: rule.mount.tmpfs,
+                // Once per type, as the allows.
+                tmpfs_context: rule.mount.tmpfs && tmpfs_types.insert(&rule.type_name),
             }
         })
         .collect();

@@ -511,3 +511,41 @@ fn conflicting_named_transitions_are_left_out() {
         ["type_transition app_t srv_t:dir c_cache_t cache;"]
     );
 }
+
+/// A tmpfs mounted with `context=TYPE` needs `TYPE self:filesystem
+/// associate`; two tmpfs paths of one type get the rule once, a type
+/// mounted nowhere never.
+#[test]
+fn a_tmpfs_type_may_associate_with_itself_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let layout = dir.path().join("layout.yaml");
+    fs::write(
+        &layout,
+        "apiVersion: semanifest.io/v1\n\
+         kind: Layout\n\
+         metadata: { name: scratch }\n\
+         spec:\n\
+         \x20 domains:\n\
+         \x20   app: { type: app_t }\n\
+         \x20 paths:\n\
+         \x20   - { path: /srv, type: srv_t, access: { app: write } }\n\
+         \x20   - { path: /srv/a, type: scratch_t, mount: { tmpfs: true }, lifecycle: ephemeral }\n\
+         \x20   - { path: /srv/b, type: scratch_t, mount: { tmpfs: true }, lifecycle: ephemeral }\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let output = run(semanifest()
+        .args(["build", "--layout"])
+        .arg(&layout)
+        .arg("--out")
+        .arg(&out));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let cil = fs::read_to_string(out.join("scratch.cil")).unwrap();
+    assert_eq!(
+        cil.matches("(allow scratch_t self (filesystem (associate)))")
+            .count(),
+        1,
+        "{cil}"
+    );
+    assert!(!cil.contains("(allow srv_t self (filesystem"), "{cil}");
+}
