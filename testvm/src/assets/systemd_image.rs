@@ -128,7 +128,7 @@ pub fn build(cache: &Path, work: &Path, testvm: &Path, semanifest: &Path) -> Res
     let lib = root.join("usr/lib/testvm");
     fs::create_dir_all(&lib)?;
     fs::copy(guest.join("scenarios"), lib.join("scenarios"))?;
-    expectations(&root, semanifest, &lib)?;
+    expectations(&root, semanifest, &layout_units, &lib)?;
 
     let file_contexts = root.join(format!("etc/selinux/{POLICY}/contexts/files/file_contexts"));
     host::run_logged(
@@ -228,8 +228,9 @@ fn layout(testvm: &Path, work: &Path) -> Result<PathBuf> {
 /// The scenarios' expectations: `expected` (PATH CONTEXT for every
 /// declared directory the image does not hold through a symlink) and
 /// `var-run` (the context the layout gives /var/run), both from the
-/// layout the image carries and the file_contexts build wrote.
-fn expectations(root: &Path, semanifest: &Path, out: &Path) -> Result<()> {
+/// layout the image carries and the file_contexts build wrote; `tmpfs`
+/// from the layout's mount units among `units`.
+fn expectations(root: &Path, semanifest: &Path, units: &[String], out: &Path) -> Result<()> {
     let layout = root.join("usr/lib/semanifest/layout.yaml");
     let text =
         fs::read_to_string(&layout).with_context(|| format!("cannot read {}", layout.display()))?;
@@ -267,22 +268,18 @@ fn expectations(root: &Path, semanifest: &Path, out: &Path) -> Result<()> {
     }
     fs::write(out.join("expected"), expected)?;
     fs::write(out.join("var-run"), var_run)?;
-    fs::write(out.join("tmpfs"), tmpfs_mounts(root)?)?;
+    fs::write(out.join("tmpfs"), tmpfs_mounts(root, units)?)?;
     Ok(())
 }
 
-/// `WHERE CONTEXT` for every tmpfs mount unit the image carries whose
-/// path it does not hold through a symlink (those units skip themselves).
-fn tmpfs_mounts(root: &Path) -> Result<String> {
+/// `WHERE CONTEXT` for every tmpfs mount unit among the layout's `units`
+/// whose path the image does not hold through a symlink (those units skip
+/// themselves).
+fn tmpfs_mounts(root: &Path, units: &[String]) -> Result<String> {
     let mut found = String::new();
-    let units = root.join("usr/lib/systemd/system");
-    let mut names: Vec<_> = fs::read_dir(&units)?
-        .filter_map(|entry| entry.ok())
-        .map(|entry| entry.path())
-        .filter(|path| path.extension().is_some_and(|e| e == "mount"))
-        .collect();
-    names.sort();
-    for unit in names {
+    let dir = root.join("usr/lib/systemd/system");
+    for name in units.iter().filter(|name| name.ends_with(".mount")) {
+        let unit = dir.join(name);
         let text = fs::read_to_string(&unit)?;
         let value = |key: &str| {
             text.lines()
