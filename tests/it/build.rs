@@ -2,7 +2,7 @@
 //! secilc compiles, sesearch (setools) reads the binary policy back.
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::support::{run, semanifest, stderr, tool};
@@ -470,36 +470,46 @@ fn declared_directories_get_named_type_transitions() {
     );
 }
 
-/// One name in one parent type wanted with two types: no transition can be
-/// right for both, so none is emitted (and the CIL says why); secilc would
-/// refuse the pair.
-#[test]
-fn conflicting_named_transitions_are_left_out() {
-    let dir = tempfile::tempdir().unwrap();
-    let layout = dir.path().join("layout.yaml");
-    fs::write(
-        &layout,
-        "apiVersion: semanifest.io/v1\n\
-         kind: Layout\n\
-         metadata: { name: clash }\n\
-         spec:\n\
-         \x20 domains:\n\
-         \x20   app: { type: app_t }\n\
-         \x20 paths:\n\
-         \x20   - { path: /srv, type: srv_t, access: { app: write } }\n\
-         \x20   - { path: /srv/a/data, type: a_data_t, access: { app: write } }\n\
-         \x20   - { path: /srv/b/data, type: b_data_t, access: { app: write } }\n\
-         \x20   - { path: /srv/c/cache, type: c_cache_t, access: { app: write } }\n",
-    )
-    .unwrap();
-    let out = dir.path().join("out");
+/// Builds a small layout named NAME with one domain `app: app_t` and the
+/// given `spec.paths` entries (one flow mapping per line); the CIL module
+/// and the output directory (`policy.33`). Fails the test if the build does.
+fn build_small_layout(dir: &Path, name: &str, paths: &[&str]) -> (String, PathBuf) {
+    let layout = dir.join("layout.yaml");
+    let mut text = format!(
+        "apiVersion: semanifest.io/v1\nkind: Layout\nmetadata: {{ name: {name} }}\n\
+         spec:\n  domains:\n    app: {{ type: app_t }}\n  paths:\n"
+    );
+    for path in paths {
+        text.push_str(&format!("    - {path}\n"));
+    }
+    fs::write(&layout, text).unwrap();
+    let out = dir.join("out");
     let output = run(semanifest()
         .args(["build", "--layout"])
         .arg(&layout)
         .arg("--out")
         .arg(&out));
     assert!(output.status.success(), "{}", stderr(&output));
-    let cil = fs::read_to_string(out.join("clash.cil")).unwrap();
+    let cil = fs::read_to_string(out.join(format!("{name}.cil"))).unwrap();
+    (cil, out)
+}
+
+/// One name in one parent type wanted with two types: no transition can be
+/// right for both, so none is emitted (and the CIL says why); secilc would
+/// refuse the pair.
+#[test]
+fn conflicting_named_transitions_are_left_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cil, out) = build_small_layout(
+        dir.path(),
+        "clash",
+        &[
+            "{ path: /srv, type: srv_t, access: { app: write } }",
+            "{ path: /srv/a/data, type: a_data_t, access: { app: write } }",
+            "{ path: /srv/b/data, type: b_data_t, access: { app: write } }",
+            "{ path: /srv/c/cache, type: c_cache_t, access: { app: write } }",
+        ],
+    );
     assert!(
         cil.contains(
             ";; No transition for data in srv_t: /srv/a/data, /srv/b/data want different types."
@@ -518,29 +528,15 @@ fn conflicting_named_transitions_are_left_out() {
 #[test]
 fn a_tmpfs_type_may_associate_with_itself_once() {
     let dir = tempfile::tempdir().unwrap();
-    let layout = dir.path().join("layout.yaml");
-    fs::write(
-        &layout,
-        "apiVersion: semanifest.io/v1\n\
-         kind: Layout\n\
-         metadata: { name: scratch }\n\
-         spec:\n\
-         \x20 domains:\n\
-         \x20   app: { type: app_t }\n\
-         \x20 paths:\n\
-         \x20   - { path: /srv, type: srv_t, access: { app: write } }\n\
-         \x20   - { path: /srv/a, type: scratch_t, mount: { tmpfs: true }, lifecycle: ephemeral }\n\
-         \x20   - { path: /srv/b, type: scratch_t, mount: { tmpfs: true }, lifecycle: ephemeral }\n",
-    )
-    .unwrap();
-    let out = dir.path().join("out");
-    let output = run(semanifest()
-        .args(["build", "--layout"])
-        .arg(&layout)
-        .arg("--out")
-        .arg(&out));
-    assert!(output.status.success(), "{}", stderr(&output));
-    let cil = fs::read_to_string(out.join("scratch.cil")).unwrap();
+    let (cil, _) = build_small_layout(
+        dir.path(),
+        "scratch",
+        &[
+            "{ path: /srv, type: srv_t, access: { app: write } }",
+            "{ path: /srv/a, type: scratch_t, mount: { tmpfs: true }, lifecycle: ephemeral }",
+            "{ path: /srv/b, type: scratch_t, mount: { tmpfs: true }, lifecycle: ephemeral }",
+        ],
+    );
     assert_eq!(
         cil.matches("(allow scratch_t self (filesystem (associate)))")
             .count(),
