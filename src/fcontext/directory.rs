@@ -415,14 +415,49 @@ impl<'m> Directory<'m> {
     /// The context of the entry `name` (a single path component) looked up
     /// with `kind`: what [`super::FileContexts::lookup`] says for `DIR/name`.
     pub fn lookup(&self, name: &[u8], kind: FileKind) -> Option<&'m str> {
-        let winner = match &self.tracked {
+        self.matcher.context_of(self.winner(name, kind)?)
+    }
+
+    /// [`Directory::lookup`], and whether an object of any other kind
+    /// named `name` here would get the same answer.
+    ///
+    /// The winner for a kind is the highest-priority spec that matches and
+    /// accepts that kind, so when the highest-priority spec that matches at
+    /// all (a lookup with [`FileKind::Any`]) accepts every kind, it wins for
+    /// each; when none matches, none matches for any kind. Otherwise the
+    /// kind decides and `kind` is looked up as well.
+    pub fn lookup_with_scope(&self, name: &[u8], kind: FileKind) -> EntryLabel<'m> {
+        let any = self.winner(name, FileKind::Any);
+        if any.is_none_or(|index| self.matcher.accepts_every_kind(index)) {
+            return EntryLabel {
+                context: any.and_then(|index| self.matcher.context_of(index)),
+                every_kind: true,
+            };
+        }
+        EntryLabel {
+            context: self.lookup(name, kind),
+            every_kind: false,
+        }
+    }
+
+    fn winner(&self, name: &[u8], kind: FileKind) -> Option<u32> {
+        match &self.tracked {
             Some(tracked) if is_name(name) => tracked.winner(self.matcher, name, kind),
             _ => self
                 .matcher
                 .winner(&entry_key(&self.key.to_vec(), name), kind),
-        };
-        self.matcher.context_of(winner?)
+        }
     }
+}
+
+/// An entry's context (`None`: no label) from
+/// [`Directory::lookup_with_scope`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EntryLabel<'m> {
+    pub context: Option<&'m str>,
+    /// Every kind of object with this name in this directory gets the same
+    /// context.
+    pub every_kind: bool,
 }
 
 /// A directory entry's name as `getdents` returns them.

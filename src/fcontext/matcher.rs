@@ -456,6 +456,12 @@ impl Matcher {
             && (spec.stem.is_none() || spec.stem == key_stem)
     }
 
+    /// Whether spec `index` applies to objects of every kind (it has no
+    /// file-type field).
+    pub(super) fn accepts_every_kind(&self, index: u32) -> bool {
+        self.specs[index as usize].mode == 0
+    }
+
     /// Whether spec `index` has a stem filter that rejects `key_stem`.
     pub(super) fn stem_rejects(&self, index: u32, key_stem: Option<u32>) -> bool {
         let stem = self.specs[index as usize].stem;

@@ -60,7 +60,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest as _, Sha256};
 
-pub use directory::{entry_key, Directory};
+pub use directory::{entry_key, Directory, EntryLabel};
 use formats::ParsedSpec;
 use matcher::{Matcher, PreparedSpec};
 
@@ -530,6 +530,46 @@ mod tests {
         assert_eq!(contexts.lookup(b"/a/d", FileKind::Any), Some("dir"));
         assert_eq!(contexts.lookup(b"/a/n", FileKind::Any), None);
         assert_eq!(contexts.lookup(b"", FileKind::Any), None);
+    }
+
+    #[test]
+    fn a_label_is_the_same_for_every_kind_only_when_no_typed_spec_wins() {
+        let contexts = fc(
+            "/a(/.*)? all\n/a/d -d dir\n/a/f -- file\n/a/n <<none>>\n/a/u.* -l link\n/a/u/x low\n",
+        );
+        let a = contexts.directory(b"/a");
+        let every = |context| EntryLabel {
+            context,
+            every_kind: true,
+        };
+        assert_eq!(
+            a.lookup_with_scope(b"plain", FileKind::File),
+            every(Some("all"))
+        );
+        assert_eq!(a.lookup_with_scope(b"n", FileKind::Fifo), every(None));
+        // A typed spec that matches decides by kind, whichever kind asks.
+        for (name, kind, context) in [
+            (&b"d"[..], FileKind::Dir, "dir"),
+            (b"d", FileKind::File, "all"),
+            (b"f", FileKind::Symlink, "all"),
+            (b"u", FileKind::Symlink, "link"),
+        ] {
+            let label = a.lookup_with_scope(name, kind);
+            assert_eq!(label.context, Some(context), "{name:?} {kind:?}");
+            assert!(!label.every_kind, "{name:?}");
+        }
+        // An untyped spec of higher priority than the typed one wins for all.
+        let u = contexts.directory(b"/a/u");
+        assert_eq!(
+            u.lookup_with_scope(b"x", FileKind::File),
+            every(Some("low"))
+        );
+        assert_eq!(
+            contexts
+                .directory(b"/b")
+                .lookup_with_scope(b"x", FileKind::Dir),
+            every(None)
+        );
     }
 
     #[test]

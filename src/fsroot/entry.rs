@@ -27,18 +27,38 @@ pub struct Meta {
     pub mount: u64,
 }
 
+/// What [`Meta`] asks `statx` for.
+const META_MASK: StatxFlags = StatxFlags::TYPE
+    .union(StatxFlags::MODE)
+    .union(StatxFlags::NLINK)
+    .union(StatxFlags::INO)
+    .union(StatxFlags::UID)
+    .union(StatxFlags::GID)
+    .union(StatxFlags::MNT_ID);
+
 impl Meta {
     /// `statx` of the object `fd` refers to.
     pub fn of(fd: BorrowedFd<'_>) -> Result<Self> {
-        let mask = StatxFlags::TYPE
-            | StatxFlags::MODE
-            | StatxFlags::NLINK
-            | StatxFlags::INO
-            | StatxFlags::UID
-            | StatxFlags::GID
-            | StatxFlags::MNT_ID;
-        let stx = rfs::statx(fd, c"", AtFlags::EMPTY_PATH, mask)?;
-        Ok(Meta {
+        let stx = rfs::statx(fd, c"", AtFlags::EMPTY_PATH, META_MASK)?;
+        Ok(Self::from_statx(&stx))
+    }
+
+    /// `statx` of entry `name` (one component) of the directory `dir`,
+    /// without following it if it is a symlink or triggering an automount.
+    /// A mount point is entered, as by [`Entry::open_at`], so [`Meta::mount`]
+    /// tells it apart. Nothing is opened; the name may refer to another
+    /// object by the time the caller acts on it.
+    pub fn at(dir: impl AsFd, name: &CStr) -> Result<Self> {
+        if !is_name(name.to_bytes()) {
+            return Err(Errno::INVAL);
+        }
+        let flags = AtFlags::SYMLINK_NOFOLLOW | AtFlags::NO_AUTOMOUNT;
+        let stx = rfs::statx(dir, name, flags, META_MASK)?;
+        Ok(Self::from_statx(&stx))
+    }
+
+    fn from_statx(stx: &rfs::Statx) -> Self {
+        Meta {
             kind: FileType::from_raw_mode(stx.stx_mode.into()),
             mode: stx.stx_mode.into(),
             dev: rfs::makedev(stx.stx_dev_major, stx.stx_dev_minor),
@@ -47,7 +67,14 @@ impl Meta {
             uid: stx.stx_uid,
             gid: stx.stx_gid,
             mount: stx.stx_mnt_id,
-        })
+        }
+    }
+
+    /// Whether `other` describes the same object: device, inode, type and
+    /// mount.
+    pub fn same_object(&self, other: &Meta) -> bool {
+        (self.dev, self.ino, self.kind, self.mount)
+            == (other.dev, other.ino, other.kind, other.mount)
     }
 
     /// The permission bits (`0o7777`), without the file type.

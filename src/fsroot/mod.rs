@@ -15,8 +15,15 @@
 //!   [`Entry::open_dir`] reopens only directories (for `getdents`), through
 //!   `/proc/self/fd/N`, so no second lookup can be raced; FIFOs and devices
 //!   are never opened, their xattrs go through [`Handle::Path`].
-//! - [`Entry::meta`] comes from one `statx`, with the mount id, so callers
-//!   tell bind mounts apart even on the same device.
+//!   [`open_listing_beneath`] opens one listed name for listing in one
+//!   step, refusing symlinks and (on request) mount points before anything
+//!   is opened.
+//! - [`Meta`] comes from one `statx` of an fd ([`Entry::meta`]) or of one
+//!   name in an open directory ([`Meta::at`], nothing opened), with the
+//!   mount id, so callers tell bind mounts apart even on the same device.
+//! - [`working_dir`] gives each worker thread its own working directory,
+//!   so an entry's xattrs are reached by its bare name
+//!   ([`Handle::InWorkingDir`]) rather than through `/proc`.
 //! - [`Root::create_dir`] makes a directory beneath the root the same way;
 //!   [`make_dir`], [`rename_noreplace`], [`unlink`] and [`remove_dir`]
 //!   change one entry of an open directory, and [`open_dir_beneath`]
@@ -39,6 +46,7 @@ mod escape;
 mod key;
 mod mounts;
 mod ops;
+pub mod working_dir;
 
 use std::ffi::CString;
 use std::io;

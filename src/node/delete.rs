@@ -22,15 +22,11 @@
 //! - a directory that keeps anything is not removed, nor its ancestors;
 //! - on a read-only filesystem the run stops at the first `EROFS`.
 //!
-//! Labels of non-directories are read by name in their open directory.
-//! Through `/proc/self/fd/DIR/NAME` that walk through `/proc` costs more
-//! than the unlink itself, so each worker thread owns its working
-//! directory (`unshare(CLONE_FS)` when the pool starts it), `fchdir`s
-//! into the directory it lists and reads `lgetxattr(NAME)`: one lookup of
-//! one name, never followed. A thread that could not unshare reads
-//! through `/proc` as before.
+//! Labels of non-directories are read by name in their open directory,
+//! from the worker thread's own working directory
+//! ([`fsroot::working_dir`]): one lookup of one name, never followed, and
+//! no walk through `/proc`, which would cost more than the unlink itself.
 
-use std::cell::Cell;
 use std::collections::BTreeSet;
 use std::ffi::{CStr, CString};
 use std::os::fd::{AsFd, OwnedFd};
@@ -41,6 +37,7 @@ use rustix::fs::{self as rfs, AtFlags, FileType, RawDir, StatxFlags};
 use rustix::io::Errno;
 
 use super::{context_type, describe, read_label, PathError};
+use crate::fsroot::working_dir::{self, DirId};
 use crate::fsroot::{self, Crossing, Handle};
 use crate::path_chain::PathChain;
 
@@ -50,27 +47,6 @@ const DIRENT_BUFFER: usize = 32 * 1024;
 const MAX_ATTEMPTS: u32 = 8;
 /// Messages kept per kind; the rest are only counted.
 const MESSAGE_LIMIT: usize = 1000;
-
-/// Node ids: a thread's working directory is known by the id of the node
-/// it belongs to (fd numbers are reused, ids never are).
-static NODE_IDS: AtomicU64 = AtomicU64::new(1);
-
-thread_local! {
-    /// This thread's working directory is its own (see the module docs).
-    static OWN_WORKING_DIR: Cell<bool> = const { Cell::new(false) };
-    /// The node whose directory is this thread's working directory.
-    static WORKING_DIR_NODE: Cell<u64> = const { Cell::new(0) };
-}
-
-/// Gives the calling (pool) thread a working directory of its own.
-fn own_working_directory() {
-    // unshare(CLONE_FS) detaches only the working directory, root and
-    // umask from the other threads; rustix deprecates its safe `unshare`
-    // for CLONE_FILES, which is never asked for here.
-    #[allow(deprecated)]
-    let own = rustix::thread::unshare(rustix::thread::UnshareFlags::FS).is_ok();
-    OWN_WORKING_DIR.with(|flag| flag.set(own));
-}
 
 /// Types whose objects must never be deleted (the layout's protected
 /// types), checked on every object's label.
@@ -149,25 +125,14 @@ struct Node {
     kept: AtomicBool,
     /// Its own blocks, counted when it is removed.
     bytes: u64,
-    /// Unique for the run's lifetime (see [`NODE_IDS`]).
-    id: u64,
+    /// For reading its entries' labels by name.
+    id: DirId,
 }
 
 impl Node {
-    /// Where the label of entry `name` is read: this directory as the
-    /// thread's own working directory when it can be, else `/proc`.
+    /// Where the label of entry `name` is read.
     fn entry_handle<'a>(&'a self, name: &'a CStr) -> Handle<'a> {
-        if OWN_WORKING_DIR.with(Cell::get) {
-            if WORKING_DIR_NODE.with(Cell::get) == self.id {
-                return Handle::InWorkingDir(name);
-            }
-            if rustix::process::fchdir(&self.fd).is_ok() {
-                WORKING_DIR_NODE.with(|node| node.set(self.id));
-                return Handle::InWorkingDir(name);
-            }
-            WORKING_DIR_NODE.with(|node| node.set(0));
-        }
-        Handle::Named(self.fd.as_fd(), name)
+        working_dir::entry(self.fd.as_fd(), self.id, name)
     }
 }
 
@@ -231,7 +196,7 @@ pub(crate) fn delete_contents(
         pending: AtomicUsize::new(1),
         kept: AtomicBool::new(false),
         bytes: 0,
-        id: NODE_IDS.fetch_add(1, Ordering::Relaxed),
+        id: DirId::fresh(),
     });
     pool.scope(|scope| deleter.visit(scope, root));
     let complete = !deleter.root_kept.load(Ordering::Relaxed);
@@ -252,7 +217,7 @@ pub(crate) fn delete_contents(
 pub(crate) fn pool(jobs: Option<std::num::NonZeroUsize>) -> rayon::ThreadPoolBuilder {
     let mut builder = rayon::ThreadPoolBuilder::new()
         .thread_name(|i| format!("delete-{i}"))
-        .start_handler(|_| own_working_directory());
+        .start_handler(|_| working_dir::own());
     if let Some(jobs) = jobs {
         builder = builder.num_threads(jobs.get());
     }
@@ -379,7 +344,7 @@ impl<'a> Deleter<'a> {
             pending: AtomicUsize::new(1),
             kept: AtomicBool::new(false),
             bytes,
-            id: NODE_IDS.fetch_add(1, Ordering::Relaxed),
+            id: DirId::fresh(),
         });
         self.visit(scope, node);
     }

@@ -82,6 +82,7 @@ pub use crate::fsroot::EscapedPath;
 pub use seal::{sealed, SEAL_XATTR};
 pub use walk::relabel;
 
+pub use crate::fcontext::EntryLabel;
 use crate::fcontext::FileKind;
 use crate::path_chain::PathChain;
 
@@ -118,6 +119,23 @@ pub trait LabelLookup: Sync {
         kind: FileKind,
     ) -> Option<&'a str>;
 
+    /// [`LabelLookup::entry_label`], and whether an object of any kind
+    /// named `name` there would get the same label: then the walk may write
+    /// it by name (a rename can only hand it to an object that gets the
+    /// same). The default claims nothing, so every write goes through the
+    /// object's own fd.
+    fn entry_label_with_scope<'a>(
+        &'a self,
+        directory: &Self::Directory<'a>,
+        name: &[u8],
+        kind: FileKind,
+    ) -> EntryLabel<'a> {
+        EntryLabel {
+            context: self.entry_label(directory, name, kind),
+            every_kind: false,
+        }
+    }
+
     /// A digest of everything that decides the expected labels strictly
     /// below `directory` (for [`Digests::Skip`]); `None`: unknown, the
     /// directory is never skipped and gets no digest.
@@ -152,6 +170,15 @@ impl LabelLookup for crate::fcontext::FileContexts {
         kind: FileKind,
     ) -> Option<&'a str> {
         directory.lookup(name, kind)
+    }
+
+    fn entry_label_with_scope<'a>(
+        &'a self,
+        directory: &Self::Directory<'a>,
+        name: &[u8],
+        kind: FileKind,
+    ) -> EntryLabel<'a> {
+        directory.lookup_with_scope(name, kind)
     }
 
     fn subtree_digest<'a>(&'a self, directory: &Self::Directory<'a>) -> Option<[u8; 32]> {

@@ -17,12 +17,13 @@ use super::hardlinks::{Claim, HardLinks};
 use super::label::{decide, stored_context, Decision};
 use super::seal::{self, SealInputs, SEAL_XATTR};
 use super::{
-    hex, Digests, HardLinkConflict, LabelLookup, MountPolicy, ObjectError, ObjectPath, Observer,
-    Operation, RelabelError, RelabelOptions, Relabeling, Summary, WriteMode, DIGEST_VERSION,
-    DIGEST_XATTR, XATTR_NAME,
+    hex, Digests, HardLinkConflict, LabelLookup, LabelScope, MountPolicy, ObjectError, ObjectPath,
+    Observer, Operation, RelabelError, RelabelOptions, Relabeling, Summary, WriteMode,
+    DIGEST_VERSION, DIGEST_XATTR, XATTR_NAME,
 };
 use crate::fcontext::FileKind;
-use crate::fsroot::{components, Entry, Handle, Meta, Root};
+use crate::fsroot::working_dir::{self, DirId};
+use crate::fsroot::{self, components, Crossing, Entry, Handle, Meta, Root};
 use crate::path_chain::PathChain;
 
 /// Bytes read per `getdents` call.
@@ -78,7 +79,9 @@ pub fn relabel<L: LabelLookup + ?Sized>(
         }
     }
 
-    let mut pool = rayon::ThreadPoolBuilder::new().thread_name(|i| format!("relabel-{i}"));
+    let mut pool = rayon::ThreadPoolBuilder::new()
+        .thread_name(|i| format!("relabel-{i}"))
+        .start_handler(|_| working_dir::own());
     if let Some(jobs) = options.jobs {
         pool = pool.num_threads(jobs.get());
     }
@@ -144,6 +147,8 @@ struct Operand {
 /// An open directory whose entries are being, or will be, visited.
 struct OpenDir<D> {
     fd: OwnedFd,
+    /// For reaching its entries by name from a worker's working directory.
+    id: DirId,
     /// Shared with its parent's: a directory costs its name, not its depth.
     path: PathChain,
     /// Its entries must be on the same mount (unless crossing mounts).
@@ -375,10 +380,11 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
         self.finish(tally);
     }
 
-    /// A directory listed in `parent`: opened `O_PATH` and checked before
-    /// it is reopened for listing, so a directory on another mount is never
-    /// opened for reading, and a name swapped for something else since the
-    /// listing is labelled as what it now is.
+    /// A directory listed in `parent`, opened for listing by its name in
+    /// one step that refuses a symlink, a mount point (unless crossing
+    /// mounts) and anything but a directory before opening it. A name
+    /// that is no longer a directory, or that cannot be opened for
+    /// reading, is handled through an `O_PATH` fd instead.
     fn visit_dir<'s>(&'s self, scope: &rayon::Scope<'s>, job: DirJob<L::Directory<'a>>) {
         let mut tally = Tally::default();
         let DirJob { parent, name } = job;
@@ -400,7 +406,53 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
         tally: &mut Tally,
         owed: &mut Option<Arc<Subtree>>,
     ) {
-        let tally = &mut *tally;
+        let crossing = match self.options.mounts {
+            MountPolicy::SameFilesystem => Crossing::NoMounts,
+            MountPolicy::CrossMounts => Crossing::Mounts,
+        };
+        let path = ObjectPath::entry(&parent.path, name.to_bytes());
+        let opened = fsroot::open_listing_beneath(&parent.fd, name, crossing)
+            .and_then(|fd| Ok((Meta::of(fd.as_fd())?, fd)));
+        match opened {
+            // Another device on the same mount (a btrfs subvolume): closed
+            // unread.
+            Ok((meta, _)) if self.leaves_filesystem(&parent.meta, &meta) => {
+                tally.mounts_skipped += 1;
+            }
+            Ok((meta, fd)) => {
+                let name = name.to_bytes();
+                let entered = Entered {
+                    fd,
+                    meta,
+                    path: parent.path.child(name),
+                    excludes: self.excludes_of(&parent.excludes, name),
+                    expected: self.labels.entry_label(&parent.labels, name, FileKind::Dir),
+                    labels: self.labels.subdirectory(&parent.labels, name),
+                };
+                drop(parent);
+                self.enter_dir(scope, entered, None, tally, owed);
+            }
+            Err(Errno::XDEV) => tally.mounts_skipped += 1,
+            // No longer a directory, or not readable: through O_PATH.
+            Err(Errno::LOOP | Errno::NOTDIR | Errno::ACCESS | Errno::PERM) => {
+                self.visit_listed_object(scope, parent, name, tally, owed);
+            }
+            Err(errno) => self.fail(path, Operation::Open, errno, tally),
+        }
+    }
+
+    /// Entry `name` of `parent`, listed as a directory but found otherwise
+    /// (or unreadable): opened `O_PATH` and checked before a directory is
+    /// reopened for listing, so a name swapped for something else is
+    /// labelled as what it now is.
+    fn visit_listed_object<'s>(
+        &'s self,
+        scope: &rayon::Scope<'s>,
+        parent: Arc<Dir<'a, L>>,
+        name: &CStr,
+        tally: &mut Tally,
+        owed: &mut Option<Arc<Subtree>>,
+    ) {
         let path = ObjectPath::entry(&parent.path, name.to_bytes());
         let entry = match Entry::open_at(&parent.fd, name) {
             Ok(entry) => entry,
@@ -544,6 +596,7 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
         }
         let dir = Arc::new(OpenDir {
             fd,
+            id: DirId::fresh(),
             path,
             meta,
             excludes,
@@ -647,10 +700,9 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
         scope.spawn(move |scope| self.visit_dir(scope, job));
     }
 
-    /// An entry listed as anything but a directory: opened `O_PATH |
-    /// O_NOFOLLOW` (never for I/O, so a regular file swapped for a FIFO or
-    /// a device since the listing is not opened either) and labelled
-    /// through that fd.
+    /// An entry listed as anything but a directory: examined by its name
+    /// (a `statx` that follows nothing, then [`Walker::label_named`]), so
+    /// nothing is opened.
     fn visit_entry<'s>(
         &'s self,
         scope: &rayon::Scope<'s>,
@@ -658,15 +710,83 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
         name: &CStr,
         tally: &mut Tally,
     ) {
-        match Entry::open_at(&dir.fd, name) {
+        match Meta::at(&dir.fd, name) {
             // Replaced by a directory since it was listed.
-            Ok(entry) if entry.kind() == FileType::Directory => self.spawn_dir(scope, dir, name),
-            Ok(entry) => self.label_entry(dir, name, &entry, tally),
+            Ok(meta) if meta.kind == FileType::Directory => self.spawn_dir(scope, dir, name),
+            Ok(meta) => self.label_named(dir, name, &meta, tally),
             Err(errno) => {
                 let path = ObjectPath::entry(&dir.path, name.to_bytes());
-                self.fail(path, Operation::Open, errno, tally)
+                self.fail(path, Operation::Stat, errno, tally)
             }
         }
+    }
+
+    /// Labels entry `name` of `dir`, a non-directory that `meta` (a
+    /// `statx` of the name) describes, by its name: its label is read with
+    /// `lgetxattr(NAME)` from the worker's working directory, and written
+    /// the same way when every kind of object there would get that label
+    /// and the value does not depend on what was read (the full context is
+    /// compared) — a rename between the `statx` and the write can then only
+    /// hand the label to another object that gets the very same at that
+    /// name. Otherwise (the kind decides the label, `--type-only` keeps
+    /// parts of the stored value, or the inode has other links to register)
+    /// the entry is labelled through its own `O_PATH` fd instead, as what
+    /// it is by then: read, decided and written through that one fd.
+    fn label_named(&self, dir: &Dir<'a, L>, name: &CStr, meta: &Meta, tally: &mut Tally) {
+        let path = ObjectPath::entry(&dir.path, name.to_bytes());
+        if self.leaves_filesystem(&dir.meta, meta) {
+            tally.mounts_skipped += 1;
+            return;
+        }
+        let kind = file_kind(meta.kind);
+        let through_fd = |tally: &mut Tally| match Entry::open_at(&dir.fd, name) {
+            Ok(entry) => self.label_entry(dir, name, &entry, tally),
+            Err(errno) => self.fail(path, Operation::Open, errno, tally),
+        };
+        if meta.nlink > 1 {
+            return through_fd(tally);
+        }
+        tally.examined += 1;
+        let expected = self
+            .labels
+            .entry_label_with_scope(&dir.labels, name.to_bytes(), kind);
+        let Some(context) = expected.context else {
+            tally.no_label += 1;
+            return;
+        };
+        let handle = working_dir::entry(dir.fd.as_fd(), dir.id, name);
+        let mut inline = [0u8; INLINE_LABEL];
+        let mut heap = Vec::new();
+        let stored = match read_label(handle, &mut inline, &mut heap) {
+            Ok(raw) => raw.and_then(stored_context),
+            Err(errno) => return self.fail(path, Operation::ReadLabel, errno, tally),
+        };
+        let value = match decide(stored, context, self.options.scope) {
+            Decision::Keep => {
+                tally.unchanged += 1;
+                return;
+            }
+            Decision::Write(value) => value,
+        };
+        let written = self.options.write == WriteMode::Write;
+        if written {
+            if !(expected.every_kind && self.options.scope == LabelScope::Full) {
+                // Examined again, through the fd.
+                tally.examined -= 1;
+                return through_fd(tally);
+            }
+            if let Err(errno) = handle.set(XATTR_NAME, &with_nul(&value)) {
+                return self.fail(path, Operation::WriteLabel, errno, tally);
+            }
+        }
+        tally.relabelled += 1;
+        self.observer.changed(&Relabeling {
+            path,
+            kind,
+            found: stored,
+            expected: &value,
+            written,
+        });
     }
 
     /// Whether entry `name` of a directory is excluded.
@@ -757,10 +877,7 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
         };
         let written = self.options.write == WriteMode::Write;
         if written {
-            let mut raw = Vec::with_capacity(value.len() + 1);
-            raw.extend_from_slice(value.as_bytes());
-            raw.push(0);
-            if let Err(errno) = handle.set(XATTR_NAME, &raw) {
+            if let Err(errno) = handle.set(XATTR_NAME, &with_nul(&value)) {
                 self.fail(path, Operation::WriteLabel, errno, tally);
                 return Descend::Yes;
             }
@@ -805,6 +922,14 @@ struct Entered<'a, L: LabelLookup + ?Sized + 'a> {
     excludes: Excludes,
     expected: Option<&'a str>,
     labels: L::Directory<'a>,
+}
+
+/// A context as stored, with a trailing NUL like libselinux writes it.
+fn with_nul(context: &str) -> Vec<u8> {
+    let mut raw = Vec::with_capacity(context.len() + 1);
+    raw.extend_from_slice(context.as_bytes());
+    raw.push(0);
+    raw
 }
 
 fn file_kind(file_type: FileType) -> FileKind {

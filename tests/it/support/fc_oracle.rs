@@ -352,11 +352,19 @@ pub fn directory_mismatches_against(
             scratch = Some((key.to_vec(), contexts.directory(key)));
         }
         let direct = scratch.as_ref().map(|(_, direct)| direct).expect("set above");
+        // A label said to be the same for every kind must be each kind's.
+        let scoped = directory.lookup_with_scope(name, FileKind::File);
         for kind in FileKind::ALL {
             let expected = reference.lookup(full, kind);
+            let scoped_here = if scoped.every_kind {
+                scoped.context
+            } else {
+                directory.lookup_with_scope(name, kind).context
+            };
             for (how, got) in [
                 ("subdirectory chain", directory.lookup(name, kind)),
                 ("directory(key)", direct.lookup(name, kind)),
+                ("lookup_with_scope", scoped_here),
             ] {
                 compared += 1;
                 if got != expected {
