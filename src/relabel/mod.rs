@@ -200,9 +200,10 @@ pub const DIGEST_VERSION: u32 = 1;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Digests {
     /// Never read: every object is examined. With [`WriteMode::Write`],
-    /// the digest of every directory walked and of every operand's
-    /// ancestor is removed: labels written under other specs must not be
-    /// vouched for by them.
+    /// the digests of every operand's ancestors are removed first, and
+    /// before a label is written those of every directory above it:
+    /// labels written under other specs must not be vouched for by them.
+    /// A walk that writes nothing below a digest leaves it.
     #[default]
     Ignore,
     /// A directory whose stored digest matches the digest of its live specs

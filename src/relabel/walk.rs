@@ -30,6 +30,10 @@ use crate::path_chain::PathChain;
 const DIRENT_BUFFER: usize = 32 * 1024;
 /// Most contexts fit; longer ones are read into a heap buffer.
 const INLINE_LABEL: usize = 256;
+/// The longest chain of directories whose digests wait for a write
+/// ([`Vouching`]); deeper ones lose theirs when entered, so a deep tree
+/// keeps at most this many of them open per path.
+const LAZY_DEPTH: usize = 64;
 
 /// Relabels every object at and below `paths` (see the module docs).
 ///
@@ -146,7 +150,8 @@ struct Operand {
 
 /// An open directory whose entries are being, or will be, visited.
 struct OpenDir<D> {
-    fd: OwnedFd,
+    /// Opened for listing; shared with its [`Vouching`].
+    fd: Arc<OwnedFd>,
     /// For reaching its entries by name from a worker's working directory.
     id: DirId,
     /// Shared with its parent's: a directory costs its name, not its depth.
@@ -159,6 +164,30 @@ struct OpenDir<D> {
     labels: D,
     /// With [`Digests::Skip`] and writes: where its subtree's digest goes.
     subtree: Option<Arc<Subtree>>,
+    /// With [`Digests::Ignore`] and writes: the digests to remove before a
+    /// label below it is written (its own and its ancestors').
+    vouching: Option<Arc<Vouching>>,
+}
+
+/// With [`Digests::Ignore`] and writes, a directory whose subtree digest
+/// and seal, if it has any, must go before a label at or below it is
+/// written: a walk that may write labels under other specs than a
+/// digest's must not leave it, or a later `--skip-unchanged` with those
+/// specs would trust labels they did not decide. Most directories hold
+/// none and most passes write nothing, so rather than listing every
+/// directory's xattrs, the walk removes them on the first write below,
+/// for the whole chain up to the operand, top down, before that write
+/// (the operand's own ancestors lost theirs before the walk). A pass
+/// that changes nothing below a digest leaves it as true as it was.
+struct Vouching {
+    fd: Arc<OwnedFd>,
+    path: PathChain,
+    parent: Option<Arc<Vouching>>,
+    /// Directories in the chain, itself included.
+    depth: usize,
+    /// Its digests and every ancestor's are gone (or failed to go, which
+    /// was reported).
+    cleared: AtomicBool,
 }
 
 /// A directory walked with [`Digests::Skip`] (and writes), waiting for
@@ -362,6 +391,7 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
                 Ok(fd) => {
                     let entered = Entered {
                         fd,
+                        vouching: None,
                         meta: *entry.meta(),
                         expected: self.labels.expected_label(&key, FileKind::Dir),
                         labels: self.labels.directory(&key),
@@ -375,7 +405,14 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
         } else {
             // Labelled through its O_PATH fd, whatever it is.
             let expected = |kind| self.labels.expected_label(&key, kind);
-            self.label(entry.handle(), object, entry.meta(), expected, &mut tally);
+            self.label(
+                entry.handle(),
+                object,
+                entry.meta(),
+                expected,
+                None,
+                &mut tally,
+            );
         }
         self.finish(tally);
     }
@@ -423,6 +460,7 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
                 let name = name.to_bytes();
                 let entered = Entered {
                     fd,
+                    vouching: parent.vouching.clone(),
                     meta,
                     path: parent.path.child(name),
                     excludes: self.excludes_of(&parent.excludes, name),
@@ -468,6 +506,7 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
                     let name = name.to_bytes();
                     let entered = Entered {
                         fd,
+                        vouching: parent.vouching.clone(),
                         meta: *entry.meta(),
                         path: parent.path.child(name),
                         excludes: self.excludes_of(&parent.excludes, name),
@@ -502,26 +541,41 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
     ) {
         let Entered {
             fd,
+            vouching: parent_vouching,
             meta,
             path,
             excludes,
             expected,
             labels,
         } = entered;
+        let fd = Arc::new(fd);
         let handle = Handle::Fd(fd.as_fd());
         let object = ObjectPath::directory(&path);
-        if self.label(handle, object, &meta, |_| expected, tally) == Descend::No {
+        let vouched = parent_vouching.as_ref();
+        if self.label(handle, object, &meta, |_| expected, vouched, tally) == Descend::No {
             return;
         }
         let mut subtree = None;
+        let mut vouching = None;
         match self.options.digests {
-            // A walk that may write labels under other specs than a
-            // digest's must not leave it: a later --skip-unchanged with
-            // those specs would trust labels they did not decide.
             Digests::Ignore if self.options.write == WriteMode::Write => {
-                match seal::forget(handle) {
-                    Ok(()) | Err(Errno::OPNOTSUPP | Errno::PERM | Errno::ROFS) => {}
-                    Err(errno) => self.fail(object, Operation::RemoveDigest, errno, tally),
+                let depth = parent_vouching.as_ref().map_or(0, |parent| parent.depth);
+                if depth < LAZY_DEPTH {
+                    vouching = Some(Arc::new(Vouching {
+                        fd: Arc::clone(&fd),
+                        path: path.clone(),
+                        parent: parent_vouching,
+                        depth: depth + 1,
+                        cleared: AtomicBool::new(false),
+                    }));
+                } else {
+                    // Too deep to wait: its own go now; its ancestors'
+                    // still wait for a write.
+                    match seal::forget(handle) {
+                        Ok(()) | Err(Errno::OPNOTSUPP | Errno::PERM | Errno::ROFS) => {}
+                        Err(errno) => self.fail(object, Operation::RemoveDigest, errno, tally),
+                    }
+                    vouching = parent_vouching;
                 }
             }
             Digests::Ignore => {}
@@ -602,6 +656,7 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
             excludes,
             labels,
             subtree,
+            vouching,
         });
         self.list(scope, &dir, tally);
         if let Some(subtree) = dir.subtree.clone() {
@@ -775,6 +830,7 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
                 tally.examined -= 1;
                 return through_fd(tally);
             }
+            self.clear_digests(dir.vouching.as_ref(), tally);
             if let Err(errno) = handle.set(XATTR_NAME, &with_nul(&value)) {
                 return self.fail(path, Operation::WriteLabel, errno, tally);
             }
@@ -818,7 +874,15 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
             let name = name.to_bytes();
             let expected = |kind| self.labels.entry_label(&dir.labels, name, kind);
             let path = ObjectPath::entry(&dir.path, name);
-            self.label(entry.handle(), path, entry.meta(), expected, tally);
+            let vouching = dir.vouching.as_ref();
+            self.label(
+                entry.handle(),
+                path,
+                entry.meta(),
+                expected,
+                vouching,
+                tally,
+            );
         }
     }
 
@@ -829,13 +893,15 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
     }
 
     /// Looks up (with `expected`, given the object's kind), compares and
-    /// (maybe) writes the label of one object.
+    /// (maybe) writes the label of one object, in the directory whose
+    /// digests `vouching` holds.
     fn label(
         &self,
         handle: Handle<'_>,
         path: ObjectPath<'_>,
         meta: &Meta,
         expected: impl FnOnce(FileKind) -> Option<&'a str>,
+        vouching: Option<&Arc<Vouching>>,
         tally: &mut Tally,
     ) -> Descend {
         tally.examined += 1;
@@ -877,6 +943,7 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
         };
         let written = self.options.write == WriteMode::Write;
         if written {
+            self.clear_digests(vouching, tally);
             if let Err(errno) = handle.set(XATTR_NAME, &with_nul(&value)) {
                 self.fail(path, Operation::WriteLabel, errno, tally);
                 return Descend::Yes;
@@ -891,6 +958,30 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
             written,
         });
         Descend::Yes
+    }
+
+    /// Removes the digests of `vouching`'s directory and of every
+    /// ancestor whose digests are not gone yet, top down: what must come
+    /// before a label below it is written ([`Vouching`]).
+    fn clear_digests(&self, vouching: Option<&Arc<Vouching>>, tally: &mut Tally) {
+        let mut chain = Vec::new();
+        let mut next = vouching;
+        while let Some(node) = next.filter(|node| !node.cleared.load(Ordering::Acquire)) {
+            chain.push(node);
+            next = node.parent.as_ref();
+        }
+        for node in chain.into_iter().rev() {
+            match seal::forget(Handle::Fd(node.fd.as_fd())) {
+                Ok(()) | Err(Errno::OPNOTSUPP | Errno::PERM | Errno::ROFS) => {}
+                Err(errno) => {
+                    let object = ObjectPath::directory(&node.path);
+                    self.fail(object, Operation::RemoveDigest, errno, tally);
+                }
+            }
+            // Seen only once the removal is done: a write below waits
+            // for it.
+            node.cleared.store(true, Ordering::Release);
+        }
     }
 
     fn fail(&self, path: ObjectPath<'_>, operation: Operation, errno: Errno, tally: &mut Tally) {
@@ -917,6 +1008,8 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
 /// A directory opened for the walk, before its own label is checked.
 struct Entered<'a, L: LabelLookup + ?Sized + 'a> {
     fd: OwnedFd,
+    /// The parent's (`None` for an operand).
+    vouching: Option<Arc<Vouching>>,
     meta: Meta,
     path: PathChain,
     excludes: Excludes,

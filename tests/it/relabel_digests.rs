@@ -608,8 +608,9 @@ fn force_file_forces_one_full_pass_without_errors() {
 }
 
 /// A relabel without the flag may write labels under other specs than the
-/// digests': it removes the digests of every directory it walks and of its
-/// operands' ancestors, so returning to the old specs walks them again.
+/// digests': before it writes a label it removes the digests of every
+/// directory above it (and it removes those of its operands' ancestors
+/// first), so returning to the old specs walks them again.
 #[test]
 fn relabel_without_the_flag_removes_the_digests_it_could_falsify() {
     let fixture = Fixture::new();
@@ -639,6 +640,41 @@ fn relabel_without_the_flag_removes_the_digests_it_could_falsify() {
     let before = digests(&srv);
     fixture.run_json(&["--dry-run"], 0);
     assert_eq!(digests(&srv), before);
+}
+
+/// A relabel without the flag that writes nothing leaves every digest and
+/// the seal: the labels they vouch for did not change. One that fixes one
+/// label removes the digests of the directories above it only (and the
+/// operand's seal), and the next skipping pass walks just that way.
+#[test]
+fn relabel_without_the_flag_removes_only_the_digests_above_what_it_writes() {
+    let fixture = Fixture::new();
+    let srv = fixture.srv();
+    fixture.skip(&[]);
+    let sealed = digests(&srv);
+    let unchanged = fixture.run_json(&[], 0);
+    assert_eq!(unchanged["relabelled"], 0, "{unchanged}");
+    assert_eq!(digests(&srv), sealed);
+    assert!(seal_of(&srv).is_some());
+    assert_eq!(fixture.skip(&[])["sealed"], 1);
+
+    set_label(&srv.join("data/x/g/h"), b"system_u:object_r:wrong_t:s0\0");
+    let fixed = fixture.run_json(&[], 0);
+    assert_eq!(fixed["relabelled"], 1, "{fixed}");
+    for path in ["", "data", "data/x", "data/x/g"] {
+        assert_eq!(digest_of(&srv.join(path)), None, "{path}");
+    }
+    assert_eq!(seal_of(&srv), None);
+    // Control: the directories beside the way keep theirs.
+    for path in ["data/y", "data/many", "log", "log/a", "etc", "etc/inner"] {
+        let kept = digest_of(&srv.join(path));
+        assert!(kept.is_some(), "{path}");
+        assert_eq!(kept, sealed[path], "{path}");
+    }
+    let summary = fixture.skip(&[]);
+    assert_eq!(summary["relabelled"], 0, "{summary}");
+    assert!(summary["skipped"].as_u64() > Some(0), "{summary}");
+    fixture.assert_same_as_full(&[]);
 }
 
 /// An unchanged pass with the same file contexts checks the operand's seal
