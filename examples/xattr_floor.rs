@@ -1,17 +1,23 @@
-//! The relabel benchmark's floor: the cheapest parallel walk that reads every
-//! object's `security.selinux`, with the same safety rules as the relabeler
-//! (fd-relative opens, `O_NOFOLLOW`, `O_PATH` + `/proc/self/fd` for objects
-//! that must not be opened) but no stat, no path, no lookup and no writes.
+//! The relabel benchmark's floor: the system calls a relabel pass with
+//! nothing to change makes, and nothing else. A parallel walk that reads
+//! every object's `security.selinux` the way the relabeler does — each
+//! directory opened for listing by its name (`openat2`, no symlink, no
+//! mount point), `statx`ed and read through its fd; every other entry
+//! `statx`ed by its name and read with `lgetxattr(NAME)` from the worker's
+//! own working directory — but no lookup, no comparison, no path, no
+//! digest bookkeeping and no writes.
 //!
 //! Usage: `xattr_floor [--jobs N] DIR...`; prints `objects seconds`.
 
-use std::ffi::CString;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::ffi::{CStr, CString};
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
 use rustix::fs::{self as rfs, FileType, Mode, OFlags, RawDir, CWD};
+use semanifest::fsroot::working_dir::{self, DirId};
+use semanifest::fsroot::{open_listing_beneath, Crossing, Handle, Meta};
 
 const XATTR: &str = "security.selinux";
 
@@ -27,7 +33,11 @@ fn main() -> std::process::ExitCode {
         eprintln!("usage: xattr_floor [--jobs N] DIR...");
         return std::process::ExitCode::from(2);
     }
-    let pool = match rayon::ThreadPoolBuilder::new().num_threads(jobs).build() {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs)
+        .start_handler(|_| working_dir::own())
+        .build();
+    let pool = match pool {
         Ok(pool) => pool,
         Err(error) => {
             eprintln!("xattr_floor: {error}");
@@ -40,7 +50,10 @@ fn main() -> std::process::ExitCode {
         for root in &roots {
             let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
             match rfs::openat(CWD, root.as_str(), flags, Mode::empty()) {
-                Ok(fd) => visit(scope, &objects, fd),
+                Ok(fd) => match Meta::of(fd.as_fd()) {
+                    Ok(_) => visit(scope, &objects, fd),
+                    Err(error) => eprintln!("xattr_floor: {root}: {error}"),
+                },
                 Err(error) => eprintln!("xattr_floor: {root}: {error}"),
             }
         }
@@ -55,8 +68,9 @@ fn main() -> std::process::ExitCode {
 
 fn visit<'s>(scope: &rayon::Scope<'s>, objects: &'s AtomicU64, dir: OwnedFd) {
     let mut label = [0u8; 256];
-    let _ = rfs::fgetxattr(&dir, XATTR, &mut label[..]);
+    let _ = Handle::Fd(dir.as_fd()).get(XATTR, &mut label);
     let dir = Arc::new(dir);
+    let id = DirId::fresh();
     let mut count = 1;
     let mut buffer = Vec::with_capacity(32 * 1024);
     let mut entries = RawDir::new(dir.as_fd(), buffer.spare_capacity_mut());
@@ -65,39 +79,29 @@ fn visit<'s>(scope: &rayon::Scope<'s>, objects: &'s AtomicU64, dir: OwnedFd) {
         if matches!(name.to_bytes(), b"." | b"..") {
             continue;
         }
-        match entry.file_type() {
-            FileType::Directory => {
-                let parent = Arc::clone(&dir);
-                let name: CString = name.to_owned();
-                scope.spawn(move |scope| {
-                    let flags =
-                        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-                    if let Ok(fd) = rfs::openat(&*parent, name.as_c_str(), flags, Mode::empty()) {
-                        drop(parent);
+        if entry.file_type() == FileType::Directory {
+            let parent = Arc::clone(&dir);
+            let name: CString = name.to_owned();
+            scope.spawn(move |scope| {
+                let opened = open_listing_beneath(&*parent, &name, Crossing::NoMounts);
+                if let Ok(fd) = opened {
+                    drop(parent);
+                    if Meta::of(fd.as_fd()).is_ok() {
                         visit(scope, objects, fd);
                     }
-                });
-            }
-            FileType::RegularFile => {
-                count += 1;
-                let flags = OFlags::RDONLY
-                    | OFlags::NOFOLLOW
-                    | OFlags::NONBLOCK
-                    | OFlags::NOCTTY
-                    | OFlags::CLOEXEC;
-                if let Ok(fd) = rfs::openat(&*dir, name, flags, Mode::empty()) {
-                    let _ = rfs::fgetxattr(&fd, XATTR, &mut label[..]);
                 }
-            }
-            _ => {
-                count += 1;
-                let flags = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-                if let Ok(fd) = rfs::openat(&*dir, name, flags, Mode::empty()) {
-                    let path = format!("/proc/self/fd/{}", fd.as_raw_fd());
-                    let _ = rfs::getxattr(path.as_str(), XATTR, &mut label[..]);
-                }
-            }
+            });
+        } else {
+            count += 1;
+            read_named(&dir, id, name, &mut label);
         }
     }
     objects.fetch_add(count, Ordering::Relaxed);
+}
+
+/// What the relabeler does for an entry that is not a directory.
+fn read_named(dir: &OwnedFd, id: DirId, name: &CStr, label: &mut [u8]) {
+    if Meta::at(dir, name).is_ok() {
+        let _ = working_dir::entry(dir.as_fd(), id, name).get(XATTR, label);
+    }
 }

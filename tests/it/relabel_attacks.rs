@@ -541,3 +541,200 @@ fn bind_mounts_in_the_tree_are_entered_by_setfiles() {
         Some(IN_TREE_LABEL)
     );
 }
+
+/// A label per kind of object in `ROOT/var/lib/q`: the label a name gets
+/// depends on what the name holds, so the walk must write through the
+/// object it examined.
+const KIND_SPECS: &str = "\
+/.*\tsystem_u:object_r:default_t:s0
+/var/lib/q/.*\t-d\tsystem_u:object_r:q_dir_t:s0
+/var/lib/q/.*\t--\tsystem_u:object_r:q_file_t:s0
+/var/lib/q/.*\t-l\tsystem_u:object_r:q_link_t:s0
+/var/lib/q/.*\t-p\tsystem_u:object_r:q_fifo_t:s0
+";
+
+const UNLABELLED: &[u8] = b"system_u:object_r:unlabeled_t:s0\0";
+
+/// Runs of semanifest under the kind swap, each listing `q` `LISTINGS`
+/// times (every label wrong before each run, so each listing may write).
+const KIND_RUNS: usize = 2000;
+
+/// `ROOT/var/lib/q` holding a regular file `a` and a symlink `b`, and a
+/// FIFO `c` and a directory `d`, each pair exchanged in a loop; every
+/// object held by an `O_PATH` fd, so its label is read whatever name it
+/// has.
+struct KindSwap {
+    _scratch: tempfile::TempDir,
+    fc: PathBuf,
+    root: PathBuf,
+    q: PathBuf,
+    /// The objects and the label their kind gets.
+    objects: Vec<(&'static str, std::os::fd::OwnedFd, &'static [u8])>,
+}
+
+impl KindSwap {
+    fn new() -> Self {
+        require_privileges();
+        let scratch = scratch();
+        let fc = scratch.path().join("file_contexts");
+        write_file(&fc, KIND_SPECS);
+        let root = scratch.path().join("root");
+        let tree = TreeBuilder::new(&root.join("var/lib/q"));
+        tree.file("a", "file").symlink("b", "a").fifo("c").dir("d");
+        let q = root.join("var/lib/q");
+        let objects = [
+            ("file", "a", &b"system_u:object_r:q_file_t:s0\0"[..]),
+            ("symlink", "b", b"system_u:object_r:q_link_t:s0\0"),
+            ("fifo", "c", b"system_u:object_r:q_fifo_t:s0\0"),
+            ("directory", "d", b"system_u:object_r:q_dir_t:s0\0"),
+        ]
+        .into_iter()
+        .map(|(kind, name, label)| {
+            let flags = rustix::fs::OFlags::PATH | rustix::fs::OFlags::NOFOLLOW;
+            let fd = rustix::fs::open(q.join(name), flags, rustix::fs::Mode::empty())
+                .expect("open O_PATH");
+            (kind, fd, label)
+        })
+        .collect();
+        Self {
+            _scratch: scratch,
+            fc,
+            root,
+            q,
+            objects,
+        }
+    }
+
+    fn swap(&self) -> [Exchanger; 2] {
+        [
+            Exchanger::start(self.q.join("a"), self.q.join("b")),
+            Exchanger::start(self.q.join("c"), self.q.join("d")),
+        ]
+    }
+
+    /// `/proc/self/fd/N` of an object: its own label, never a name's.
+    fn proc_path(fd: &std::os::fd::OwnedFd) -> String {
+        use std::os::fd::AsRawFd;
+        format!("/proc/self/fd/{}", fd.as_raw_fd())
+    }
+
+    fn unlabel(&self) {
+        for (_, fd, _) in &self.objects {
+            rustix::fs::setxattr(
+                Self::proc_path(fd),
+                XATTR,
+                UNLABELLED,
+                rustix::fs::XattrFlags::empty(),
+            )
+            .expect("unlabel");
+        }
+    }
+
+    /// The label of the object `fd` holds.
+    fn label(fd: &std::os::fd::OwnedFd) -> Vec<u8> {
+        let mut buffer = [0u8; 256];
+        let len =
+            rustix::fs::getxattr(Self::proc_path(fd), XATTR, &mut buffer).expect("read label");
+        buffer[..len].to_vec()
+    }
+
+    /// The objects whose label is another kind's: `(kind, label)`.
+    fn mislabelled(&self) -> Vec<(&'static str, String)> {
+        let mut wrong = Vec::new();
+        for (kind, fd, want) in &self.objects {
+            let got = Self::label(fd);
+            if got != *want && got != UNLABELLED {
+                wrong.push((*kind, String::from_utf8_lossy(&got).into_owned()));
+            }
+        }
+        wrong
+    }
+
+    /// Whether every object has its own kind's label.
+    fn all_labelled(&self) -> bool {
+        self.objects
+            .iter()
+            .all(|(_, fd, want)| Self::label(fd) == *want)
+    }
+}
+
+/// Names exchanged between a file and a symlink, and between a FIFO and a
+/// directory, while semanifest reads labels by name: whatever a name held
+/// when it was examined, every label written is the one its object's own
+/// kind gets (the labels depend on the kind here, so each write goes
+/// through the fd of the object examined, checked against its `statx`).
+#[test]
+fn kind_swap_never_gives_an_object_another_kinds_label() {
+    let arena = KindSwap::new();
+    let swappers = arena.swap();
+    let operands = vec![arena.q.as_path(); LISTINGS];
+    let mut labelled = 0;
+    for run in 0..KIND_RUNS {
+        arena.unlabel();
+        let output = relabel(&arena.fc, Some(&arena.root), &[], &operands);
+        assert!(
+            matches!(output.status.code(), Some(0 | 1)),
+            "run {run}: {}",
+            stderr_of(&output)
+        );
+        let wrong = arena.mislabelled();
+        assert!(wrong.is_empty(), "run {run}: {wrong:?}");
+        labelled += usize::from(arena.all_labelled());
+    }
+    let swaps: Vec<u64> = swappers.into_iter().map(Exchanger::stop).collect();
+    eprintln!(
+        "semanifest: {KIND_RUNS} runs under {swaps:?} exchanges; all four labelled in {labelled}"
+    );
+    // Live: both pairs were swapped throughout, and the runs did label.
+    assert!(swaps.iter().all(|&n| n > KIND_RUNS as u64), "{swaps:?}");
+    assert!(labelled > 0);
+}
+
+/// Control: a walker that reads the kind of each name with `statx` and
+/// then writes that kind's label by name (`lsetxattr`), as a naive
+/// name-based relabeler would, gives objects another kind's label under
+/// the same swap: at least once in as many listings, or (on a busy
+/// machine) in at most ten times as many.
+#[test]
+fn kind_swap_mislabels_a_naive_name_based_walker() {
+    use rustix::fs::{lsetxattr, statx, AtFlags, FileType, StatxFlags, XattrFlags};
+    let arena = KindSwap::new();
+    let swappers = arena.swap();
+    let label_of_kind = |kind: FileType| -> &[u8] {
+        match kind {
+            FileType::Directory => b"system_u:object_r:q_dir_t:s0\0",
+            FileType::RegularFile => b"system_u:object_r:q_file_t:s0\0",
+            FileType::Symlink => b"system_u:object_r:q_link_t:s0\0",
+            _ => b"system_u:object_r:q_fifo_t:s0\0",
+        }
+    };
+    let mut wrong = Vec::new();
+    let mut listings = 0;
+    while listings < KIND_RUNS * LISTINGS
+        || (wrong.is_empty() && listings < 10 * KIND_RUNS * LISTINGS)
+    {
+        listings += 1;
+        if listings % LISTINGS == 1 {
+            arena.unlabel();
+        }
+        for name in ["a", "b", "c", "d"] {
+            let path = arena.q.join(name);
+            let Ok(stx) = statx(CWD, &path, AtFlags::SYMLINK_NOFOLLOW, StatxFlags::TYPE) else {
+                continue;
+            };
+            let kind = FileType::from_raw_mode(stx.stx_mode.into());
+            let _ = lsetxattr(&path, XATTR, label_of_kind(kind), XattrFlags::empty());
+        }
+        if listings % LISTINGS == 0 {
+            wrong = arena.mislabelled();
+            if !wrong.is_empty() {
+                break;
+            }
+        }
+    }
+    let swaps: Vec<u64> = swappers.into_iter().map(Exchanger::stop).collect();
+    eprintln!(
+        "naive walker: {listings} listings under {swaps:?} exchanges; mislabelled: {wrong:?}"
+    );
+    assert!(!wrong.is_empty());
+}
