@@ -11,33 +11,63 @@
 //!   RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)` (an operand whose path
 //!   crosses a symlink is an error, unless it is the symlink being
 //!   labelled), and the walk uses only the fds obtained from there. Every
-//!   object below is reached with `openat` of a single name from
-//!   `getdents` relative to its already-open parent, `O_PATH | O_NOFOLLOW`;
-//!   no absolute path is ever resolved during the walk, so trees deeper
-//!   than `PATH_MAX` work and no rename or exchange of an ancestor can
-//!   redirect it. Messages name objects by the path they were resolved at.
-//! - **Labels the object that was examined, and opens no FIFO or device.**
-//!   The `statx`, the lookup's file kind and the xattr calls all go through
-//!   the one `O_PATH` fd. Only directories are reopened for reading (through
-//!   `/proc/self/fd/N`, the same inode, for `getdents`); every other object's
-//!   xattrs are read and written through `/proc/self/fd/N` of its `O_PATH`
-//!   fd, because `f*xattr` refuses `O_PATH` fds. That magic link resolves to
-//!   the object itself, never to a symlink's target. (`l*xattr` on
-//!   `/proc/self/fd/DIR/NAME` would also be safe from symlinks but resolves
-//!   NAME again at each call, so a rename between the stat and the write
-//!   could label another object.) Like setfiles, this needs `/proc`.
+//!   object below is reached by a single name from `getdents` relative to
+//!   its already-open parent, never followed; no absolute path is ever
+//!   resolved during the walk, so trees deeper than `PATH_MAX` work and no
+//!   rename or exchange of an ancestor can redirect it. Messages name
+//!   objects by the path they were resolved at.
+//! - **Opens no FIFO or device.** A directory is opened for listing by its
+//!   name with `openat2(O_DIRECTORY, RESOLVE_NO_SYMLINKS)`, which refuses a
+//!   symlink or anything but a directory before opening it; its label is
+//!   read and written through that fd. Every other entry is examined by
+//!   its name without opening it: one `statx` (not followed) for its kind,
+//!   links and mount, and `lgetxattr(NAME)` for its label, from the worker
+//!   thread's own working directory ([`crate::fsroot::working_dir`],
+//!   `fchdir`ed into the directory being listed), so no object costs a walk
+//!   through `/proc`.
+//! - **Every label written is the one its object's kind gets.** A label is
+//!   written by name (`lsetxattr(NAME)`, which follows nothing and opens
+//!   nothing) only when every kind of object at that name gets that same
+//!   label (no spec with a file type wins there:
+//!   [`crate::fcontext::Directory::lookup_with_scope`]), the full context
+//!   is compared (so the value written does not depend on what was read)
+//!   and the inode has one link. A rename between the `statx` and the write
+//!   can then only hand the label to another object that was at that name
+//!   at that instant — a file, a symlink, a FIFO, a directory — and it is
+//!   the label that object gets there: what a walk listing the name at that
+//!   instant would write. Otherwise (a typed spec decides, `--type-only`
+//!   keeps the user, role and range that were read, or the inode is
+//!   multiply linked and must be registered) the entry is opened `O_PATH |
+//!   O_NOFOLLOW` and labelled as what that fd holds: its `statx`, its
+//!   kind's lookup, the read and the write all go through that one fd (the
+//!   xattr calls through `/proc/self/fd/N`, since `f*xattr` refuses `O_PATH`
+//!   fds; that magic link resolves to the object itself, never to a
+//!   symlink's target). A naive walker that stats a name and then writes
+//!   that kind's label by name gives objects another kind's label under an
+//!   exchange loop; `relabel_attacks` shows both. (`getxattrat` and
+//!   `setxattrat` with `AT_EMPTY_PATH`, Linux 6.13, would spare the
+//!   `/proc` walk on that path; rustix does not offer them yet, and this
+//!   crate has no `unsafe` code.)
 //! - **One mount.** An object on another mount than its directory
-//!   (compared by `statx` mount id, and by device) is skipped and counted,
-//!   and a directory is never opened for reading before that check. This
-//!   includes bind mounts of the same filesystem (kubelet's subPath mounts,
-//!   `mount --bind` of a file or directory), which setfiles, comparing
-//!   devices only, enters; [`MountPolicy::CrossMounts`] lifts the rule.
+//!   (compared by `statx` mount id, and by device) is skipped and counted.
+//!   A directory is opened for listing with `RESOLVE_NO_XDEV` as well, so
+//!   a mount point is refused before it is opened. This includes bind
+//!   mounts of the same filesystem (kubelet's subPath mounts, `mount
+//!   --bind` of a file or directory), which setfiles, comparing devices
+//!   only, enters; [`MountPolicy::CrossMounts`] lifts the rule. A label
+//!   written by name reaches whatever is at the name when it is written: a
+//!   mount made on the name between the `statx` and the write (which only
+//!   a privileged process in the walker's mount namespace can do) would
+//!   receive it.
 //! - **Memory does not grow with the tree.** Pending work is a
 //!   (parent directory, name) pair per unvisited subdirectory; the only
 //!   tree-wide state is the hard-link registry, which holds one entry per
 //!   multiply-linked inode.
 //!   With [`Digests::Skip`] and writes, each directory whose subtree is not
-//!   finished also holds an fd, until its digest is written.
+//!   finished also holds an fd, until its digest is written; with
+//!   [`Digests::Ignore`] and writes, up to 64 of them per path hold theirs
+//!   until no label below can be written any more (their digests go before
+//!   the first).
 //! - **Digests never weaken drift detection.** Only [`Digests::Skip`] reads
 //!   them; a digest is written only for a subtree labelled without error,
 //!   exclusion, skipped mount or hard-link conflict, after every object below
