@@ -520,7 +520,9 @@ fn describe_io(error: &io::Error) -> String {
     error.to_string()
 }
 
-/// Receives events from the worker threads while the walk runs.
+/// Receives events from the worker threads while the walk runs. Each
+/// worker owns its working directory ([`crate::fsroot::working_dir`]) and
+/// reaches entries by name from it: an observer must not change it.
 pub trait Observer: Sync {
     fn changed(&self, _change: &Relabeling<'_>) {}
     fn failed(&self, _error: &ObjectError) {}
