@@ -198,21 +198,27 @@ impl Report {
                 )));
             }
         }
-        if plan.host_chosen(boots::BOOT_1_LABELS) {
-            lines.push(Line::Row(relabel_row(
+        // The relabel rows, each from the boot the table gives it.
+        for (name, expected, good) in [
+            (
                 boots::BOOT_1_LABELS,
                 "relabelled > 0",
-                relabels.remove("1"),
-                |relabelled| relabelled.parse::<f64>().is_ok_and(|n| n > 0.0),
-            )));
-        }
-        if plan.host_chosen(boots::BOOT_2_CHANGES_NOTHING) {
-            lines.push(Line::Row(relabel_row(
+                labels_something as fn(&str) -> bool,
+            ),
+            (
                 boots::BOOT_2_CHANGES_NOTHING,
                 "relabelled = 0",
-                relabels.remove("2"),
-                |relabelled| relabelled == "0",
-            )));
+                |n: &str| n == "0",
+            ),
+        ] {
+            let boot = boots::HOST_SCENARIOS.iter().find_map(|h| match h.needs {
+                boots::HostNeeds::Boot(n) if h.name == name => Some(n.to_string()),
+                _ => None,
+            });
+            if plan.host_chosen(name) {
+                let run = boot.and_then(|b| relabels.remove(&b));
+                lines.push(Line::Row(relabel_row(name, expected, run, good)));
+            }
         }
         if plan.host_chosen(boots::LEAKY_BREAKS_DENIALS) {
             let planned = plan
@@ -268,6 +274,10 @@ impl Report {
         ));
         text
     }
+}
+
+fn labels_something(relabelled: &str) -> bool {
+    relabelled.parse::<f64>().is_ok_and(|n| n > 0.0)
 }
 
 fn relabel_row(
