@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use semanifest::k8s::{audit, parse_str, HostPathRules};
+use k8s::{audit, parse_str, HostPathRules};
 
 fn main() {
     let copies: usize = std::env::args()

@@ -38,7 +38,7 @@ use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use semanifest::fcontext::{FileContexts, FileKind};
+use selabel::{FileContexts, FileKind};
 
 fn main() {
     let mut args = std::env::args().skip(1);

@@ -8,13 +8,13 @@
 use std::path::{Path, PathBuf};
 
 use crate::check::rules;
-use crate::diag::{Finding, Rule, Severity};
-use crate::fcontext::FileContexts;
-use crate::fsroot::Root;
-use crate::model::Layout;
-use crate::node::apply::What;
-use crate::node::{self, ApplyMode, NodeError};
-use crate::relabel::{self, Collector, EscapedPath, RelabelError, RelabelOptions, WriteMode};
+use fsroot::Root;
+use layout::diag::{Finding, Rule, Severity};
+use layout::model::Layout;
+use node::apply::What;
+use node::{self, ApplyMode, NodeError};
+use relabel::{self, Collector, EscapedPath, RelabelError, RelabelOptions, WriteMode};
+use selabel::FileContexts;
 
 /// Why the label phase could not run.
 #[derive(Debug, thiserror::Error)]

@@ -5,12 +5,12 @@
 //! for paths reachable only through bind mounts.
 
 use crate::check::rules;
-use crate::diag::{Finding, Pos, Rule};
-use crate::fcontext::{FileContexts, FileKind};
-use crate::manifest::Parsed;
-use crate::model::{is_within, Layout};
-use crate::policy::file_contexts::{self, FileCon, FileConType};
-use crate::policy::{self, plan};
+use layout::diag::{Finding, Pos, Rule};
+use layout::manifest::Parsed;
+use layout::model::{is_within, Layout};
+use policy::file_contexts::{self, FileCon, FileConType};
+use policy::{self, plan};
+use selabel::{FileContexts, FileKind};
 
 fn finding(parsed: &Parsed, rule: &'static Rule, pos: Pos, message: String) -> Finding {
     Finding::in_source(rule, &parsed.source, pos, message)

@@ -17,12 +17,12 @@ pub mod store;
 
 use std::path::PathBuf;
 
-use crate::diag::Finding;
-use crate::k8s::{self, HostPathRules};
-use crate::manifest::Parsed;
+use ::layout::diag::Finding;
+use ::layout::manifest::Parsed;
+use k8s::{self, HostPathRules};
 
 /// What to check. The layout is already parsed (its rule violations are
-/// findings of their own, see [`Diagnostic::to_finding`](crate::diag::Diagnostic::to_finding)).
+/// findings of their own, see [`Diagnostic::to_finding`](::layout::diag::Diagnostic::to_finding)).
 #[derive(Debug, Default)]
 pub struct CheckOptions {
     pub includes: Vec<PathBuf>,
@@ -40,7 +40,7 @@ pub enum InputError {
     #[error(transparent)]
     Policy(#[from] compiled_policy::PolicyCheckError),
     #[error(transparent)]
-    Relabel(#[from] crate::relabel::RelabelError),
+    Relabel(#[from] relabel::RelabelError),
     #[error("{0}")]
     FileContexts(String),
 }
@@ -75,8 +75,8 @@ pub fn run(parsed: &Parsed, options: &CheckOptions) -> CheckOutcome {
     }
 
     let contexts = || {
-        let text = crate::policy::file_contexts_text(&parsed.layout);
-        crate::fcontext::FileContexts::from_text(&parsed.source.name, text.as_bytes())
+        let text = policy::file_contexts_text(&parsed.layout);
+        selabel::FileContexts::from_text(&parsed.source.name, text.as_bytes())
             .map_err(|e| e.to_string())
     };
     workload_and_label_phases(parsed, options, contexts, &mut outcome);
@@ -90,8 +90,8 @@ pub fn run(parsed: &Parsed, options: &CheckOptions) -> CheckOutcome {
 pub fn run_against(
     parsed: &Parsed,
     options: &CheckOptions,
-    baseline: &crate::store::Baseline,
-    store_options: &crate::store::ModuleOptions,
+    baseline: &::store::Baseline,
+    store_options: &::store::ModuleOptions,
 ) -> CheckOutcome {
     let mut outcome = CheckOutcome::default();
     outcome
@@ -105,7 +105,7 @@ pub fn run_against(
     outcome.input_errors.extend(result.input_errors);
     let predicted = result.file_contexts;
     let contexts = || match predicted {
-        Some(path) => crate::fcontext::FileContexts::load(&path).map_err(|e| e.to_string()),
+        Some(path) => selabel::FileContexts::load(&path).map_err(|e| e.to_string()),
         None => Err("no predicted file_contexts: the store phase failed".to_owned()),
     };
     workload_and_label_phases(parsed, options, contexts, &mut outcome);
@@ -116,7 +116,7 @@ pub fn run_against(
 fn workload_and_label_phases(
     parsed: &Parsed,
     options: &CheckOptions,
-    contexts: impl FnOnce() -> Result<crate::fcontext::FileContexts, String>,
+    contexts: impl FnOnce() -> Result<selabel::FileContexts, String>,
     outcome: &mut CheckOutcome,
 ) {
     if !options.k8s.is_empty() {

@@ -20,7 +20,7 @@ use std::fmt;
 use annotate_snippets::{AnnotationKind, Group, Level, Renderer, Snippet};
 use serde::Serialize;
 
-use crate::diag::{Finding, Location, Rule, Severity};
+use layout::diag::{Finding, Location, Rule, Severity};
 
 /// Counts by severity.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -548,7 +548,7 @@ pub fn path_to_uri_reference(path: &str) -> String {
 mod tests {
     use super::*;
 
-    crate::diag::rule!(
+    layout::diag::rule!(
         RULE,
         "test-rule",
         "TestRule",
@@ -564,7 +564,7 @@ mod tests {
             message: format!("finding at {line}:{column}"),
             location: Some(Location {
                 file: file.to_owned(),
-                pos: crate::diag::Pos {
+                pos: layout::diag::Pos {
                     line,
                     column,
                     width: 3,

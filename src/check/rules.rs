@@ -2,7 +2,7 @@
 //! and the Kubernetes ones (in `k8s`): their ids are part of the JSON and
 //! SARIF contract.
 
-use crate::diag::{rule, Rule};
+use layout::diag::{rule, Rule};
 
 rule!(FC_SHADOWED, "layout-fc-shadowed", "LayoutFileContextShadowed", Error,
     "A layout path's own file_contexts spec never wins for it.",
@@ -118,13 +118,13 @@ mod tests {
     /// the same list twice is caught.
     #[test]
     fn ids_and_names_are_unique_across_producers() {
-        let all: Vec<&crate::diag::Rule> = super::RULES
+        let all: Vec<&layout::diag::Rule> = super::RULES
             .iter()
-            .chain(crate::manifest::rules::RULES.iter())
-            .chain(crate::k8s::RULES.iter())
+            .chain(layout::manifest::rules::RULES.iter())
+            .chain(k8s::RULES.iter())
             .copied()
             .collect();
-        let unique = |rules: &[&crate::diag::Rule]| {
+        let unique = |rules: &[&layout::diag::Rule]| {
             let ids: BTreeSet<&str> = rules.iter().map(|r| r.id).collect();
             let names: BTreeSet<&str> = rules.iter().map(|r| r.name).collect();
             ids.len() == rules.len() && names.len() == rules.len()

@@ -7,11 +7,11 @@
 use std::path::PathBuf;
 
 use crate::check::rules;
-use crate::diag::{Finding, Location, Pos, Related, Rule};
-use crate::manifest::Parsed;
-use crate::store::filecons::{Event, FileconError, Unresolvable};
-use crate::store::module_report::{describe_event, kept_summary, ModuleReport, Verification};
-use crate::store::{self, Baseline, ModuleError};
+use layout::diag::{Finding, Location, Pos, Related, Rule};
+use layout::manifest::Parsed;
+use store::filecons::{Event, FileconError, Unresolvable};
+use store::module_report::{describe_event, kept_summary, ModuleReport, Verification};
+use store::{self, Baseline, ModuleError};
 
 /// What the store phase found.
 #[derive(Debug, Default)]

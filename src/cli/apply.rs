@@ -1,12 +1,12 @@
 //! `semanifest apply`: argument handling and reporting around
-//! [`semanifest::node::apply`].
+//! [`node::apply`].
 
 use std::path::PathBuf;
 
 use anyhow::Context as _;
 use clap::Args as ClapArgs;
-use semanifest::fsroot::Root;
-use semanifest::node::{self, ApplyMode};
+use fsroot::Root;
+use node::{self, ApplyMode};
 
 use super::{EXIT_FINDINGS, EXIT_OK};
 

@@ -4,9 +4,9 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context as _, Result};
 use clap::{Args as ClapArgs, ValueEnum};
-use semanifest::diag::Report;
-use semanifest::policy::build_json::{self, BuildErrorReport};
-use semanifest::policy::{self, BuildError, BuildOptions};
+use layout::diag::Report;
+use policy::build_json::{self, BuildErrorReport};
+use policy::{self, BuildError, BuildOptions};
 
 const AFTER_HELP: &str = "\
 Standalone (the default) writes into OUT:
@@ -197,7 +197,7 @@ fn standalone(args: Args) -> Result<Vec<PathBuf>> {
         written.extend(super::units::write(units, root, true)?);
     }
     if let (Some(root), Some(binary)) = (&args.install_root, &binary) {
-        let path = semanifest::units::install_binary(root, binary)?;
+        let path = units::install_binary(root, binary)?;
         eprintln!("wrote {}", path.display());
         written.push(path);
     }

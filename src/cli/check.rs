@@ -120,7 +120,7 @@ pub fn run(args: Args) -> Result<u8> {
     };
     let parsed = match &against {
         Some(prepared) => prepared.parsed.clone(),
-        None => super::parse_layout(args.layout.as_deref(), &semanifest::policy::base_facts())?,
+        None => super::parse_layout(args.layout.as_deref(), &policy::base_facts())?,
     };
     let (findings, input_errors, examined, not_yaml) = match parsed {
         // An invalid layout stops here: nothing downstream can be trusted.
@@ -133,8 +133,7 @@ pub fn run(args: Args) -> Result<u8> {
             (findings, Vec::new(), None, 0)
         }
         Ok(parsed) => {
-            semanifest::node::unknown_keep(&parsed.layout, &args.keep_symlink)
-                .map_err(anyhow::Error::msg)?;
+            node::unknown_keep(&parsed.layout, &args.keep_symlink).map_err(anyhow::Error::msg)?;
             let outcome = match &against {
                 None => check::run(&parsed, &options),
                 Some(prepared) => {

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context as _};
 use clap::{Args as ClapArgs, ValueEnum};
-use semanifest::fcontext::{FileContexts, FileKind};
+use selabel::{FileContexts, FileKind};
 
 /// Print the SELinux context of each PATH, as libselinux 3.4's
 /// `selabel_lookup` would compute it, without libselinux.

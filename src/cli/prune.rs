@@ -1,14 +1,14 @@
 //! `semanifest prune`: argument handling and reporting around
-//! [`semanifest::node::prune`].
+//! [`node::prune`].
 
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
 
 use anyhow::Context as _;
 use clap::Args as ClapArgs;
-use semanifest::fsroot::Root;
-use semanifest::model::Lifecycle;
-use semanifest::node::{self, PruneOptions, Selection};
+use fsroot::Root;
+use layout::model::Lifecycle;
+use node::{self, PruneOptions, Selection};
 
 use super::{EXIT_FINDINGS, EXIT_OK};
 

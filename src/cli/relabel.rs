@@ -1,5 +1,5 @@
 //! `semanifest relabel`: argument handling and reporting around
-//! [`semanifest::relabel::relabel`].
+//! [`relabel::relabel`].
 
 use std::fmt::Display;
 use std::io::{self, BufWriter, IsTerminal, Write};
@@ -11,11 +11,11 @@ use std::sync::Mutex;
 use anyhow::Context as _;
 use clap::Args as ClapArgs;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use semanifest::fcontext::ParsedContexts;
-use semanifest::relabel::{
+use relabel::{
     self, Digests, EscapedPath, HardLinkConflict, LabelScope, MountPolicy, ObjectError, Observer,
     RelabelOptions, Relabeling, Summary, WriteMode,
 };
+use selabel::ParsedContexts;
 use serde::Serialize;
 
 use super::{EXIT_FINDINGS, EXIT_OK};

@@ -1,13 +1,13 @@
 //! `semanifest rm`: argument handling and reporting around
-//! [`semanifest::node::remove`].
+//! [`node::remove`].
 
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use clap::Args as ClapArgs;
-use semanifest::fsroot::Root;
-use semanifest::node::{self, RemoveOptions, RemoveReport};
+use fsroot::Root;
+use node::{self, RemoveOptions, RemoveReport};
 
 use super::{EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK};
 

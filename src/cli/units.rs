@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result};
 use clap::Args as ClapArgs;
-use semanifest::fsroot::Root;
-use semanifest::manifest::Parsed;
-use semanifest::units::{self, Image, UnitSet, UnitsOptions};
+use fsroot::Root;
+use layout::manifest::Parsed;
+use units::{self, Image, UnitSet, UnitsOptions};
 
 const AFTER_HELP: &str = "\
 DIR receives, as paths of the image root:

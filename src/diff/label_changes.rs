@@ -10,9 +10,9 @@ use std::collections::BTreeSet;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::fcontext::{FileContexts, FileKind, LoadError};
-use crate::model::{ancestors, Layout};
-use crate::policy::file_contexts_text;
+use layout::model::{ancestors, Layout};
+use policy::file_contexts_text;
+use selabel::{FileContexts, FileKind, LoadError};
 
 /// The entry name looked up below each path; reported as `PATH/*`.
 const BELOW: &str = ".semanifest-any-entry";

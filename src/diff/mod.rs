@@ -26,7 +26,7 @@ mod volume_changes;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::manifest::Parsed;
+use layout::manifest::Parsed;
 
 pub use label_changes::LabelChange;
 pub use volume_changes::VolumeChange;
@@ -140,7 +140,7 @@ pub enum Kind {
 #[derive(Default)]
 pub struct DiffOptions<'a> {
     /// Kubernetes manifests whose hostPath verdicts to compare.
-    pub k8s: Option<&'a crate::k8s::Manifests>,
+    pub k8s: Option<&'a k8s::Manifests>,
 }
 
 /// Compares two layouts.
@@ -171,7 +171,7 @@ pub fn diff(
 #[derive(Debug, thiserror::Error)]
 pub enum DiffError {
     #[error("{0}")]
-    FileContexts(#[from] crate::fcontext::LoadError),
+    FileContexts(#[from] selabel::LoadError),
 }
 
 /// The JSON Schema (draft 2020-12) of `semanifest diff --format json`.

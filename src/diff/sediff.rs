@@ -10,8 +10,8 @@ use std::process::Command;
 use serde::Serialize;
 
 use super::LayoutDiff;
-use crate::manifest::Parsed;
-use crate::policy::{build, BuildError, BuildOptions};
+use layout::manifest::Parsed;
+use policy::{build, BuildError, BuildOptions};
 
 /// One allow rule `sediff` reports as added (`+`), removed (`-`) or
 /// modified (`*`).

@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::diag::{Finding, Location};
-use crate::k8s::{audit, HostPathRules, Manifests};
-use crate::manifest::Parsed;
+use k8s::{audit, HostPathRules, Manifests};
+use layout::diag::{Finding, Location};
+use layout::manifest::Parsed;
 
 /// One hostPath volume whose verdict changes.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
