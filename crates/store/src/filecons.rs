@@ -288,6 +288,21 @@ impl std::fmt::Display for Mismatch {
 }
 
 /// File contexts the module cannot win against.
+/// Why a store spec has no equivalent copy that sorts right after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum NoEquivalent {
+    #[error("a quantifier right after its literal stem")]
+    QuantifierAfterStem,
+    #[error("a top-level `|`")]
+    TopLevelAlternation,
+    #[error("no `/` past its first component to escape")]
+    NothingToEscape,
+    #[error("its escaped copy exists already")]
+    CopyExists,
+    #[error("the copy would not sort after it")]
+    SortsBefore,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum Unresolvable {
     #[error(
@@ -306,7 +321,7 @@ pub enum Unresolvable {
         path: String,
         regex: String,
         line: u32,
-        why: &'static str,
+        why: NoEquivalent,
     },
     #[error("the file contexts do not converge: {mismatch}")]
     NoProgress { mismatch: Box<Mismatch> },
@@ -723,15 +738,15 @@ fn override_line(
         let cut = raw_stem_len(&spec.regex);
         let rest = &spec.regex[cut..];
         if rest.starts_with(['?', '*', '+', '{']) {
-            return Err(no_equivalent("a quantifier right after its literal stem"));
+            return Err(no_equivalent(NoEquivalent::QuantifierAfterStem));
         }
         if has_top_level_alternation(rest) {
-            return Err(no_equivalent("a top-level `|`"));
+            return Err(no_equivalent(NoEquivalent::TopLevelAlternation));
         }
         format!("{}({rest})", &spec.regex[..cut])
     } else {
         let Some(cut) = escapable_slash(&spec.regex) else {
-            return Err(no_equivalent("no `/` past its first component to escape"));
+            return Err(no_equivalent(NoEquivalent::NothingToEscape));
         };
         format!("{}\\{}", &spec.regex[..cut], &spec.regex[cut..])
     };
@@ -739,7 +754,7 @@ fn override_line(
     while store.specs.iter().any(|other| other.regex == regex) {
         let cut = raw_stem_len(&regex);
         if cut == regex.len() {
-            return Err(no_equivalent("its escaped copy exists already"));
+            return Err(no_equivalent(NoEquivalent::CopyExists));
         }
         regex = format!("{}({})", &regex[..cut], &regex[cut..]);
     }
@@ -749,7 +764,7 @@ fn override_line(
         context: None,
     };
     if file_contexts::compare(&line, &store.as_filecon(index)) != Ordering::Greater {
-        return Err(no_equivalent("the copy would not sort after it"));
+        return Err(no_equivalent(NoEquivalent::SortsBefore));
     }
     Ok(Line {
         regex,
