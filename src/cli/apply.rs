@@ -68,7 +68,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     } else {
         ApplyMode::Write
     };
-    node::unknown_keep(&parsed.layout, &args.keep_symlink).map_err(anyhow::Error::msg)?;
+    node::unknown_keep(&parsed.layout, &args.keep_symlink)?;
     let root = Root::open(&args.root)?;
     let report = node::apply_keeping(&parsed.layout, &contexts, &root, mode, &args.keep_symlink)?;
     for kept in &report.kept {

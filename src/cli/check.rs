@@ -133,7 +133,7 @@ pub fn run(args: Args) -> Result<u8> {
             (findings, Vec::new(), None, 0)
         }
         Ok(parsed) => {
-            node::unknown_keep(&parsed.layout, &args.keep_symlink).map_err(anyhow::Error::msg)?;
+            node::unknown_keep(&parsed.layout, &args.keep_symlink)?;
             let outcome = match &against {
                 None => check::run(&parsed, &options),
                 Some(prepared) => {

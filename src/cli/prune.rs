@@ -105,7 +105,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     } else {
         Selection::Paths(args.paths.clone())
     };
-    node::unknown_keep(&parsed.layout, &args.keep_symlink).map_err(anyhow::Error::msg)?;
+    node::unknown_keep(&parsed.layout, &args.keep_symlink)?;
     let root = Root::open(&args.root)?;
     let options = PruneOptions {
         dry_run: args.dry_run,

@@ -358,11 +358,11 @@ impl Reporter {
         }
         if args.json {
             let mode = if args.check {
-                "check"
+                JsonMode::Check
             } else if args.dry_run {
-                "dry-run"
+                JsonMode::DryRun
             } else {
-                "write"
+                JsonMode::Write
             };
             let json = serde_json::to_string(&JsonSummary { mode, summary })?;
             writeln!(io::stdout(), "{json}").context("writing the JSON summary")?;
@@ -457,9 +457,18 @@ impl Display for HumanSummary<'_> {
     }
 }
 
+/// What the run did with the labels (docs/relabel-json.md).
+#[derive(Clone, Copy, Serialize)]
+#[serde(rename_all = "kebab-case")]
+enum JsonMode {
+    Write,
+    DryRun,
+    Check,
+}
+
 #[derive(Serialize)]
 struct JsonSummary<'a> {
-    mode: &'a str,
+    mode: JsonMode,
     #[serde(flatten)]
     summary: &'a Summary,
 }
