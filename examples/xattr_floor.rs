@@ -9,6 +9,9 @@
 //!
 //! Usage: `xattr_floor [--jobs N] DIR...`; prints `objects seconds`.
 
+// An example prints its results.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 use std::ffi::{CStr, CString};
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -16,8 +19,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use rustix::fs::{self as rfs, FileType, Mode, OFlags, RawDir, CWD};
-use semanifest::fsroot::working_dir::{self, DirId};
-use semanifest::fsroot::{open_listing_beneath, Crossing, Handle, Meta};
+use fsroot::working_dir::{self, DirId};
+use fsroot::{open_listing_beneath, Crossing, Handle, Meta};
 
 const XATTR: &str = "security.selinux";
 

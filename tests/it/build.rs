@@ -282,7 +282,7 @@ fn format_json_reports_other_failures_by_kind() {
 fn layout_granting_a_workload_a_protected_path_fails() {
     let dir = tempfile::tempdir().unwrap();
     let layout = dir.path().join("bad.yaml");
-    let text = semanifest::manifest::DEFAULT_LAYOUT.replace(
+    let text = layout::manifest::DEFAULT_LAYOUT.replace(
         "access: { etcd: write }",
         "access: { etcd: write, pods: read }",
     );
@@ -325,6 +325,28 @@ fn missing_secilc_says_how_to_install_it() {
 }
 
 #[test]
+fn a_missing_install_root_is_named_and_nothing_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("sysroot");
+    let out = dir.path().join("out");
+    let output = build_default(&out, &["--install-root", root.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains(&format!(
+            "{}: the image root does not exist",
+            root.display()
+        )),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!out.exists() && !root.exists());
+    // Control: the same command once the root exists.
+    fs::create_dir(&root).unwrap();
+    let output = build_default(&out, &["--install-root", root.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", stderr(&output));
+}
+
+#[test]
 fn install_root_writes_the_selinux_tree_and_drops_stale_bin() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");
@@ -355,7 +377,7 @@ fn layout_show_prints_the_embedded_layout() {
     assert!(output.status.success());
     assert_eq!(
         crate::support::stdout(&output),
-        semanifest::manifest::DEFAULT_LAYOUT
+        layout::manifest::DEFAULT_LAYOUT
     );
 }
 

@@ -13,10 +13,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::support::{data, run, semanifest, stderr, stdout, tool};
-use semanifest::diag::Source;
+use crate::support::{data, run, semanifest, stderr, stdout, tool, venv_python};
+use layout::diag::Source;
+use layout::manifest;
 use semanifest::diff::{self, sediff, Category};
-use semanifest::manifest;
 
 fn cases() -> Vec<PathBuf> {
     let mut cases: Vec<PathBuf> = fs::read_dir(data("diff"))
@@ -53,8 +53,7 @@ fn bless() -> bool {
 
 fn parse(path: &Path) -> manifest::Parsed {
     let source = Source::new(relative(path), fs::read_to_string(path).unwrap());
-    manifest::parse(source, &semanifest::policy::base_facts())
-        .unwrap_or_else(|report| panic!("{report}"))
+    manifest::parse(source, &policy::base_facts()).unwrap_or_else(|report| panic!("{report}"))
 }
 
 fn library_diff(case: &Path) -> (manifest::Parsed, manifest::Parsed, diff::LayoutDiff) {
@@ -213,7 +212,7 @@ fn json_follows_the_committed_schema() {
         "docs/diff.schema.json is stale: SEMANIFEST_BLESS=1 cargo test --test it diff_golden::"
     );
     let files: Vec<PathBuf> = cases().iter().map(|c| c.join("expected.json")).collect();
-    let output = run(Command::new("python3")
+    let output = run(venv_python()
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/validate-json.py"))
         .arg(&schema_path)
         .args(&files));
@@ -233,7 +232,7 @@ fn json_follows_the_committed_schema() {
     .unwrap();
     value["changes"][0]["category"] = "sideways".into();
     fs::write(&bad, value.to_string()).unwrap();
-    let output = run(Command::new("python3")
+    let output = run(venv_python()
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/validate-json.py"))
         .arg(&schema_path)
         .arg(&bad));
