@@ -18,9 +18,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use rustix::fs::{self as rfs, FileType, Mode, OFlags, RawDir, CWD};
 use fsroot::working_dir::{self, DirId};
 use fsroot::{open_listing_beneath, Crossing, Handle, Meta};
+use rustix::fs::{self as rfs, FileType, Mode, OFlags, RawDir, CWD};
 
 const XATTR: &str = "security.selinux";
 

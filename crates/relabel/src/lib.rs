@@ -112,8 +112,8 @@ pub use fsroot::EscapedPath;
 pub use seal::{sealed, SEAL_XATTR};
 pub use walk::relabel;
 
-pub use selabel::EntryLabel;
 use selabel::path_chain::PathChain;
+pub use selabel::EntryLabel;
 use selabel::FileKind;
 
 /// The xattr that holds an object's SELinux context.
