@@ -17,7 +17,8 @@ Each path of the layout with `capacity:` is a filesystem project; the
 filesystem counts the bytes and objects below it, as `df` counts a whole
 filesystem. USE% is against the limit; AVAIL is what the filesystem itself
 has left, which a limit does not reserve. A limit marked `*` is not yet
-the layout's: `semanifest apply` sets it.
+the layout's: `semanifest apply` sets it. Reading a project's quota
+takes CAP_SYS_ADMIN (the kernel's rule), so df runs as root.
 
 Exit codes: 0 every path read; 1 some could not be (each is reported); 2
 usage errors or bad input.

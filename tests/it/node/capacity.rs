@@ -300,3 +300,58 @@ fn live_mount_flags_are_checked_by_apply_and_check_labels() {
     );
     arena.finish();
 }
+
+#[test]
+fn a_tree_deeper_than_path_max_and_the_open_file_limit_is_tagged_whole() {
+    use rustix::fs::{mkdirat, openat, Mode, OFlags};
+    let arena = Arena::new(Fs::Xfs);
+    let layout = capacity_layout(&arena, CAPACITY, "");
+    fs::create_dir_all(arena.path("var/mnt")).expect("var/mnt");
+    // 3000 levels of `dd/`: 9000 bytes of path, past PATH_MAX (4096),
+    // made a level at a time from the last one's fd.
+    const DEPTH: u64 = 3000;
+    let mut dir = openat(
+        rustix::fs::CWD,
+        arena.path("var/mnt"),
+        OFlags::RDONLY | OFlags::DIRECTORY,
+        Mode::empty(),
+    )
+    .expect("open var/mnt");
+    for _ in 0..DEPTH {
+        mkdirat(&dir, "dd", Mode::from_raw_mode(0o755)).expect("mkdir");
+        dir = openat(
+            &dir,
+            "dd",
+            OFlags::RDONLY | OFlags::DIRECTORY,
+            Mode::empty(),
+        )
+        .expect("open");
+    }
+    drop(dir);
+    // The walk holds about one fd per pending directory, never one per
+    // level: 64 open files are plenty.
+    let output = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -n 64 && exec \"$@\"")
+        .arg("sh")
+        .arg(env!("CARGO_BIN_EXE_semanifest"))
+        .args([
+            "apply",
+            "--layout",
+            &layout,
+            "--capacity",
+            "tag-only",
+            "--json",
+            "--root",
+        ])
+        .arg(&arena.root)
+        .output()
+        .expect("semanifest");
+    assert!(output.status.success(), "{}", stderr_of(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
+    let capacity = &report["capacities"][0];
+    assert_eq!(capacity["objects"], DEPTH + 1, "{capacity}");
+    assert_eq!(capacity["tagged"], DEPTH + 1, "{capacity}");
+    assert_eq!(report["errors"], serde_json::json!([]));
+    arena.finish();
+}

@@ -220,6 +220,55 @@ impl Walk<'_> {
 
     /// Anything but a directory.
     fn other(&self, dir: BorrowedFd<'_>, name: &CStr, path: &PathChain, mount: u64) {
+        if self.by_name.load(Ordering::Relaxed) {
+            match self.by_name(dir, name, path, mount) {
+                Err(Errno::NOSYS) => self.by_name.store(false, Ordering::Relaxed),
+                _ => return,
+            }
+        }
+        match open_regular(dir, name, mount) {
+            Ok(Opened::File(file)) => {
+                self.objects.fetch_add(1, Ordering::Relaxed);
+                match sys::get_fsxattr(file.as_fd()) {
+                    Ok(found) => {
+                        if let Some(wanted) = self.wanted(found, false) {
+                            self.tagged.fetch_add(1, Ordering::Relaxed);
+                            if self.write {
+                                if let Err(errno) = sys::set_fsxattr(file.as_fd(), wanted) {
+                                    self.error(path, "set the project ID of", errno);
+                                }
+                            }
+                        }
+                    }
+                    Err(errno) => self.error(path, "read the project ID of", errno),
+                }
+            }
+            Ok(Opened::OtherMount) => {
+                self.objects.fetch_add(1, Ordering::Relaxed);
+                self.mounts.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(Opened::NotRegular) => {
+                self.objects.fetch_add(1, Ordering::Relaxed);
+                self.untaggable.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(Errno::NOENT) => {}
+            Err(errno) => {
+                self.objects.fetch_add(1, Ordering::Relaxed);
+                self.error(path, "open", errno);
+            }
+        }
+    }
+
+    /// [`Walk::other`] through `file_getattr`/`file_setattr`: a `statx`
+    /// by name for the object's mount, then its attributes by name.
+    /// `ENOSYS` (counting nothing) where the kernel lacks them.
+    fn by_name(
+        &self,
+        dir: BorrowedFd<'_>,
+        name: &CStr,
+        path: &PathChain,
+        mount: u64,
+    ) -> rustix::io::Result<()> {
         let stat = match rfs::statx(
             dir,
             name,
@@ -227,78 +276,65 @@ impl Walk<'_> {
             StatxFlags::TYPE | StatxFlags::MNT_ID,
         ) {
             Ok(stat) => stat,
-            Err(Errno::NOENT) => return,
+            Err(Errno::NOENT) => return Ok(()),
             Err(errno) => {
                 self.objects.fetch_add(1, Ordering::Relaxed);
-                return self.error(path, "stat", errno);
+                self.error(path, "stat", errno);
+                return Ok(());
+            }
+        };
+        if stat.stx_mnt_id != mount {
+            self.objects.fetch_add(1, Ordering::Relaxed);
+            self.mounts.fetch_add(1, Ordering::Relaxed);
+            return Ok(());
+        }
+        let kind = FileType::from_raw_mode(stat.stx_mode.into());
+        let found = match sys::get_by_name(dir, name) {
+            Ok(found) => found,
+            Err(Errno::NOSYS) => return Err(Errno::NOSYS),
+            Err(Errno::NOENT) => return Ok(()),
+            Err(errno) => {
+                self.objects.fetch_add(1, Ordering::Relaxed);
+                self.error(path, "read the project ID of", errno);
+                return Ok(());
             }
         };
         self.objects.fetch_add(1, Ordering::Relaxed);
-        if stat.stx_mnt_id != mount {
-            self.mounts.fetch_add(1, Ordering::Relaxed);
-            return;
-        }
-        let kind = FileType::from_raw_mode(stat.stx_mode.into());
-        if self.by_name.load(Ordering::Relaxed) {
-            match sys::get_by_name(dir, name) {
-                Ok(found) => {
-                    if let Some(wanted) = self.wanted(found, kind == FileType::Directory) {
-                        self.tagged.fetch_add(1, Ordering::Relaxed);
-                        if self.write {
-                            if let Err(errno) = sys::set_by_name(dir, name, wanted) {
-                                self.error(path, "set the project ID of", errno);
-                            }
-                        }
-                    }
-                    return;
+        if let Some(wanted) = self.wanted(found, kind == FileType::Directory) {
+            self.tagged.fetch_add(1, Ordering::Relaxed);
+            if self.write {
+                if let Err(errno) = sys::set_by_name(dir, name, wanted) {
+                    self.error(path, "set the project ID of", errno);
                 }
-                Err(Errno::NOSYS) => self.by_name.store(false, Ordering::Relaxed),
-                Err(Errno::NOENT) => return,
-                Err(errno) => return self.error(path, "read the project ID of", errno),
             }
         }
-        if kind != FileType::RegularFile {
-            self.untaggable.fetch_add(1, Ordering::Relaxed);
-            return;
-        }
-        match open_regular(dir, name, mount) {
-            Ok(Some(file)) => match sys::get_fsxattr(file.as_fd()) {
-                Ok(found) => {
-                    if let Some(wanted) = self.wanted(found, false) {
-                        self.tagged.fetch_add(1, Ordering::Relaxed);
-                        if self.write {
-                            if let Err(errno) = sys::set_fsxattr(file.as_fd(), wanted) {
-                                self.error(path, "set the project ID of", errno);
-                            }
-                        }
-                    }
-                }
-                Err(errno) => self.error(path, "read the project ID of", errno),
-            },
-            // Replaced by something else meanwhile.
-            Ok(None) => {
-                self.untaggable.fetch_add(1, Ordering::Relaxed);
-            }
-            Err(Errno::NOENT) => {}
-            Err(errno) => self.error(path, "open", errno),
-        }
+        Ok(())
     }
 }
 
+/// What [`open_regular`] found at a name.
+enum Opened {
+    /// A regular file on the walk's mount, open for the ioctls.
+    File(OwnedFd),
+    /// Something bind-mounted there from elsewhere.
+    OtherMount,
+    /// A symlink, FIFO, socket or device: never opened.
+    NotRegular,
+}
+
 /// Entry `name` of `dir` opened for the ioctls if it is a regular file on
-/// `mount`: `O_PATH | O_NOFOLLOW`, checked on that fd, then that very
-/// inode reopened through `/proc/self/fd/N` (no second lookup, so nothing
-/// swapped in is ever opened). `None` for anything else.
-fn open_regular(
-    dir: BorrowedFd<'_>,
-    name: &CStr,
-    mount: u64,
-) -> rustix::io::Result<Option<OwnedFd>> {
+/// `mount`: `O_PATH | O_NOFOLLOW` (which opens nothing), checked on that
+/// fd, then that very inode reopened through `/proc/self/fd/N` (no
+/// second lookup, so nothing swapped in is ever opened).
+fn open_regular(dir: BorrowedFd<'_>, name: &CStr, mount: u64) -> rustix::io::Result<Opened> {
     let flags = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let held = rfs::openat(dir, name, flags, Mode::empty())?;
     let meta = fsroot::Meta::of(held.as_fd())?;
-    if meta.kind != FileType::RegularFile || meta.mount != mount {
-        return Ok(None);
+    if meta.mount != mount {
+        return Ok(Opened::OtherMount);
+    }
+    if meta.kind != FileType::RegularFile {
+        return Ok(Opened::NotRegular);
     }
     let proc = CString::new(format!(
         "/proc/self/fd/{}",
@@ -306,5 +342,5 @@ fn open_regular(
     ))
     .map_err(|_| Errno::INVAL)?;
     let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
-    rfs::openat(CWD, proc.as_c_str(), flags, Mode::empty()).map(Some)
+    rfs::openat(CWD, proc.as_c_str(), flags, Mode::empty()).map(Opened::File)
 }
