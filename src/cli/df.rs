@@ -1,9 +1,6 @@
 //! `semanifest df`: each capacity path's use against its limits, from
 //! [`node::quota::usage`].
 
-use std::path::PathBuf;
-
-use anyhow::Context as _;
 use clap::Args as ClapArgs;
 use fsroot::Root;
 use layout::model::human_bytes;
@@ -36,22 +33,16 @@ Examples:
 #[derive(ClapArgs, Debug)]
 #[command(after_help = AFTER_HELP)]
 pub struct Args {
-    /// The layout manifest; without it, the embedded default layout.
-    #[arg(long, value_name = "FILE")]
-    layout: Option<PathBuf>,
-    /// The node's root: `/var/mnt` is DIR/var/mnt.
-    #[arg(long, value_name = "DIR", default_value = "/")]
-    root: PathBuf,
-    /// `human` (a table) or `json` (docs/df-json.md).
-    #[arg(long, value_enum, default_value_t = Format::Human)]
-    format: Format,
+    #[command(flatten)]
+    layout: super::args::LayoutArg,
+    #[command(flatten)]
+    root: super::args::RootArg,
+    #[command(flatten)]
+    format: super::args::FormatArg,
 }
 
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-enum Format {
-    Human,
-    Json,
-}
+/// The version of the JSON report (docs/df-json.md).
+const JSON_VERSION: u32 = 1;
 
 /// `--format json`.
 #[derive(Serialize)]
@@ -63,8 +54,8 @@ struct DfJson<'a> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    let parsed = super::load_layout(args.layout.as_deref())?;
-    let root = Root::open(&args.root)?;
+    let parsed = super::load_layout(args.layout.path.as_deref())?;
+    let root = Root::open(&args.root.dir)?;
     let mut paths = Vec::new();
     let mut errors = Vec::new();
     for result in quota::usage(&root, &parsed.layout) {
@@ -73,14 +64,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             Err(error) => errors.push(error),
         }
     }
-    if args.format == Format::Json {
+    if args.format.is_json() {
         let json = DfJson {
             layout: &parsed.layout.name,
             paths,
             errors: errors.clone(),
         };
-        let text = serde_json::to_string_pretty(&json).context("rendering the report")?;
-        super::print_stdout(format!("{text}\n").as_bytes())?;
+        super::print_json(JSON_VERSION, &json)?;
     } else {
         if parsed.layout.capacities().next().is_none() {
             eprintln!(

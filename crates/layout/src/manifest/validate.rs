@@ -12,8 +12,8 @@ use super::schema::{self, API_VERSION, KIND};
 use super::BaseFacts;
 use crate::diag::{Code, Diagnostic, Pos};
 use crate::model::{
-    is_within, Access, Capacity, Domain, Layout, Lifecycle, Mount, MountFlag, NodeBoot, Owner,
-    PathRule, Propagation, RuntimeUnit, Size,
+    is_within, Access, AccessLevel, Capacity, Domain, Layout, Lifecycle, Mount, MountFlag,
+    NodeBoot, Owner, PathRule, Propagation, RuntimeUnit, Size,
 };
 
 fn pos(value: &Spanned<String>) -> Pos {
@@ -835,8 +835,8 @@ fn parse_levels(levels: &Spanned<super::raw::Levels>, checker: &mut Checker<'_>)
     }
     let mut ok = true;
     for level in &levels.value.0 {
-        match Access::level(level) {
-            Some(one) => access = access.union(one),
+        match AccessLevel::from_name(level) {
+            Some(one) => access = access.union(Access::only(one)),
             None => {
                 let other = level.as_str();
                 checker
