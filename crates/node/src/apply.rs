@@ -40,11 +40,12 @@ use serde::Serialize;
 
 use super::delete::{self, DeleteOptions};
 use super::owners::{Accounts, Ids, OwnerError, OwnerProblem};
+use super::quota::{self, CapacityMode, CapacityOutcome, Finding, Limits};
 use super::{
     c_name, describe, read_label, shown, split_key, trash, write_label, NodeError, PathError,
 };
 use fsroot::{self, Entry, EscapedPath, Handle, Root};
-use layout::model::{ancestors, is_within, link_target, Layout, Owner};
+use layout::model::{ancestors, is_within, link_target, Layout, MountFlag, Owner};
 use selabel::path_chain::PathChain;
 use selabel::{FileContexts, FileKind};
 
@@ -107,6 +108,23 @@ pub enum What {
         found: Option<String>,
         wanted: String,
     },
+    /// Objects below a capacity path not (all) in its project: tagged
+    /// with it (directories with the inherit flag).
+    Project {
+        project: u32,
+        objects: u64,
+    },
+    /// A capacity's project limits differ from the layout's.
+    Limits {
+        project: u32,
+        found: Limits,
+        wanted: Limits,
+    },
+    /// A path with `mount: options:` is mounted without some of them
+    /// (its mount unit makes the mount; apply only reports).
+    MountFlags {
+        missing: Vec<String>,
+    },
     /// A trash left by an interrupted prune (emptied when writing: the
     /// objects removed and the bytes they freed).
     Trash {
@@ -137,6 +155,33 @@ impl Change {
             What::Label { found, wanted } => format!(
                 "{repair} {path}: label {} -> {wanted}",
                 found.as_deref().unwrap_or("<none>")
+            ),
+            What::Project { project, objects } => match mode {
+                ApplyMode::Check => {
+                    format!("drift {path}: {objects} objects not tagged with project {project}")
+                }
+                _ => {
+                    let tag = if mode == ApplyMode::Write {
+                        "tagged"
+                    } else {
+                        "would tag"
+                    };
+                    format!("{tag} {path}: {objects} objects with project {project}")
+                }
+            },
+            What::Limits {
+                project,
+                found,
+                wanted,
+            } => format!("{repair} {path}: limits of project {project}: {found} -> {wanted}"),
+            What::MountFlags { missing } => format!(
+                "{} {path}: mounted without {} (its mount unit binds it onto itself with them)",
+                if mode == ApplyMode::Check {
+                    "drift"
+                } else {
+                    "would need"
+                },
+                missing.join(", ")
             ),
             What::Trash { objects, bytes } => match (objects, bytes) {
                 (Some(objects), Some(bytes)) => format!(
@@ -178,6 +223,8 @@ pub struct ApplyReport {
     pub errors: Vec<PathError>,
     /// Symlinks kept as the image holds them.
     pub kept: Vec<KeptSymlink>,
+    /// What was examined below each `capacity:` path.
+    pub capacities: Vec<CapacityOutcome>,
     pub seconds: f64,
 }
 
@@ -340,6 +387,20 @@ pub fn apply_keeping(
     mode: ApplyMode,
     keep: &[String],
 ) -> Result<ApplyReport, NodeError> {
+    apply_with(layout, contexts, root, mode, keep, CapacityMode::Enforce)
+}
+
+/// [`apply_keeping`], with `capacity` saying what is done about the
+/// layout's `capacity:` paths (see [`quota`]). Their filesystems are
+/// checked first: if one cannot do it, nothing is changed.
+pub fn apply_with(
+    layout: &Layout,
+    contexts: &FileContexts,
+    root: &Root,
+    mode: ApplyMode,
+    keep: &[String],
+    capacity: CapacityMode,
+) -> Result<ApplyReport, NodeError> {
     let started = Instant::now();
     let _lock = if mode == ApplyMode::Write {
         Some(root.lock()?)
@@ -352,6 +413,7 @@ pub fn apply_keeping(
         None
     };
     let places = places(layout, contexts, accounts.as_ref())?;
+    quota::preflight(root, layout, capacity)?;
     let mut run = Run {
         root,
         mode,
@@ -365,6 +427,7 @@ pub fn apply_keeping(
             changes: Vec::new(),
             errors: Vec::new(),
             kept: Vec::new(),
+            capacities: Vec::new(),
             seconds: 0.0,
         },
         layout,
@@ -380,6 +443,10 @@ pub fn apply_keeping(
     for place in places.iter().filter(|place| place.declared) {
         run.leftover_trash(place);
     }
+    if mode != ApplyMode::Write {
+        run.mount_flags();
+    }
+    run.capacities(capacity);
     run.report.seconds = started.elapsed().as_secs_f64();
     Ok(run.report)
 }
@@ -609,6 +676,110 @@ impl Run<'_> {
         }
     }
 
+    /// The live per-mount flags of every path with `mount: options:`
+    /// (reported, never changed: the path's mount unit makes the mount).
+    fn mount_flags(&mut self) {
+        let layout = self.layout;
+        for rule in layout
+            .paths
+            .iter()
+            .filter(|rule| !rule.mount.options.is_empty())
+        {
+            let key = rule.path.as_str();
+            if self
+                .failed
+                .iter()
+                .chain(&self.kept)
+                .chain(&self.absent)
+                .any(|other| is_within(key, other))
+            {
+                continue;
+            }
+            let path = shown(self.root, key);
+            let flags = self
+                .root
+                .open_dir_beneath(key.as_bytes())
+                .map_err(|error| error.to_string())
+                .and_then(|fd| rustix::fs::fstatvfs(fd).map_err(describe));
+            match flags {
+                Ok(stat) => {
+                    let missing: Vec<String> = rule
+                        .mount
+                        .options
+                        .iter()
+                        .filter(|flag| !stat.f_flag.contains(statvfs_flag(**flag)))
+                        .map(|flag| flag.as_str().to_owned())
+                        .collect();
+                    if !missing.is_empty() {
+                        self.change(&path, What::MountFlags { missing });
+                    }
+                }
+                Err(error) => self.report.errors.push(PathError::new(
+                    &path,
+                    format!("cannot read its mount flags: {error}"),
+                )),
+            }
+        }
+    }
+
+    /// Tags the capacity paths and sets their limits (not below a failed,
+    /// kept or absent directory).
+    fn capacities(&mut self, capacity: CapacityMode) {
+        if capacity == CapacityMode::Skip || self.layout.capacities().next().is_none() {
+            return;
+        }
+        let pool = match &self.pool {
+            Some(pool) => pool,
+            None => match delete::pool(None).build() {
+                Ok(pool) => self.pool.insert(pool),
+                Err(error) => {
+                    let error = PathError::new(b"/", format!("cannot start threads: {error}"));
+                    return self.report.errors.push(error);
+                }
+            },
+        };
+        fsroot::raise_fd_limit();
+        let (failed, kept, absent) = (&self.failed, &self.kept, &self.absent);
+        let skip = |key: &str| {
+            failed
+                .iter()
+                .chain(kept)
+                .chain(absent)
+                .any(|other| is_within(key, other))
+        };
+        let applied = quota::apply(
+            self.root,
+            self.layout,
+            capacity,
+            self.mode == ApplyMode::Write,
+            pool,
+            skip,
+        );
+        let outcomes = applied.outcomes;
+        for (path, finding) in applied.findings {
+            let project = |path: &[u8]| {
+                outcomes
+                    .iter()
+                    .find(|o| o.path == EscapedPath(path).to_string())
+                    .map_or(0, |o| o.project)
+            };
+            let what = match finding {
+                Finding::Tagged { objects } => What::Project {
+                    project: project(&path),
+                    objects,
+                },
+                Finding::Limits { found, wanted } => What::Limits {
+                    project: project(&path),
+                    found,
+                    wanted,
+                },
+            };
+            self.change(&path, what);
+        }
+        self.report.errors.extend(applied.errors);
+        self.report.capacities = outcomes;
+    }
+
     /// Empties a trash an interrupted prune left in a declared directory.
     fn leftover_trash(&mut self, place: &Place) {
         if self
@@ -756,6 +927,16 @@ fn in_the_way(parent: &OwnedFd, name: &CString, kind: FileType) -> String {
             "is a device, not a directory".to_owned()
         }
         _ => "is not a directory".to_owned(),
+    }
+}
+
+/// The `statvfs` flag of a layout mount flag.
+fn statvfs_flag(flag: MountFlag) -> rustix::fs::StatVfsMountFlags {
+    use rustix::fs::StatVfsMountFlags;
+    match flag {
+        MountFlag::Nodev => StatVfsMountFlags::NODEV,
+        MountFlag::Nosuid => StatVfsMountFlags::NOSUID,
+        MountFlag::Noexec => StatVfsMountFlags::NOEXEC,
     }
 }
 
