@@ -11,16 +11,16 @@ use policy::base::BASE_POLICY;
 /// A module shaped like the generated one: a protected file type granted to a
 /// generated daemon domain, and a canary protected from every confined domain.
 const TEST_MODULE: &str = r#"
-(type etcd_t)
-(typeattributeset domain (etcd_t))
-(typeattributeset semanifest_process (etcd_t))
+(type daemon_t)
+(typeattributeset domain (daemon_t))
+(typeattributeset semanifest_process (daemon_t))
 
 (type secret_t)
 (typeattributeset file_type (secret_t))
-(allow etcd_t secret_t (file (open read write getattr)))
-(allow etcd_t secret_t (dir (open read search getattr)))
+(allow daemon_t secret_t (file (open read write getattr)))
+(allow daemon_t secret_t (dir (open read search getattr)))
 (typeattribute secret_t_denied)
-(typeattributeset secret_t_denied (and domain (not (or semanifest_trusted etcd_t))))
+(typeattributeset secret_t_denied (and domain (not (or semanifest_trusted daemon_t))))
 (neverallow secret_t_denied secret_t semanifest_file_all)
 
 (type canary_t)
@@ -30,7 +30,13 @@ const TEST_MODULE: &str = r#"
 (neverallow canary_t_denied canary_t semanifest_file_all)
 "#;
 
-const CONFINED_DOMAINS: [&str; 4] = ["container_t", "containerd_t", "kubelet_t", "etcd_t"];
+const CONFINED_DOMAINS: [&str; 5] = [
+    "container_t",
+    "containerd_t",
+    "kubelet_t",
+    "etcd_t",
+    "daemon_t",
+];
 
 fn base_and_test_module() -> CompiledPolicy {
     compile_base_with(&[("90-test.cil", TEST_MODULE)])
@@ -116,9 +122,9 @@ fn a_module_can_grant_a_protected_type_to_its_own_domain() {
     let compiled = base_and_test_module();
     let rules = sesearch(
         &compiled,
-        &["-A", "-s", "etcd_t", "-t", "secret_t", "-c", "file"],
+        &["-A", "-s", "daemon_t", "-t", "secret_t", "-c", "file"],
     );
-    assert!(rules.contains("allow etcd_t secret_t:file"), "{rules}");
+    assert!(rules.contains("allow daemon_t secret_t:file"), "{rules}");
 }
 
 #[test]
@@ -495,6 +501,86 @@ fn systemd_becomes_init_t_and_its_unit_checks_are_decided_by_the_policy() {
     ] {
         // Processes are system_r, files object_r.
         let role = if class == "process" || class == "system" {
+            "system_r"
+        } else {
+            "object_r"
+        };
+        assert_eq!(
+            libsepol_verdict(
+                &compiled,
+                &format!("system_u:system_r:{source}:s0"),
+                &format!("system_u:{role}:{target}:s0"),
+                class,
+                perm
+            ),
+            verdict,
+            "{source} {target}:{class} {perm}"
+        );
+    }
+}
+
+/// A unit's command runs in init_t; started from Debian's
+/// /usr/bin/containerd and /usr/bin/etcd, containerd and etcd leave it for
+/// their confined domains, as PID 1 leaves kernel_t: the policy names the
+/// domain for each program's type, labels the programs so, and lets each
+/// domain be entered only through its own program.
+#[test]
+fn a_unit_starts_containerd_and_etcd_in_their_domains() {
+    let compiled = compile_base_with(&[]);
+    for (exec, domain) in [
+        ("containerd_exec_t", "containerd_t"),
+        ("etcd_exec_t", "etcd_t"),
+    ] {
+        assert_eq!(
+            sesearch(
+                &compiled,
+                &["-T", "-s", "init_t", "-t", exec, "-c", "process"]
+            )
+            .trim(),
+            format!("type_transition init_t {exec}:process {domain};")
+        );
+    }
+    let file_contexts =
+        std::fs::read_to_string(compiled.file_contexts()).expect("file_contexts written");
+    for line in [
+        "/usr/bin/containerd\t--\tsystem_u:object_r:containerd_exec_t:s0",
+        "/usr/bin/etcd\t--\tsystem_u:object_r:etcd_exec_t:s0",
+    ] {
+        assert!(file_contexts.lines().any(|l| l == line), "{line:?} missing");
+    }
+    for (source, target, class, perm, verdict) in [
+        ("init_t", "containerd_t", "process", "transition", "allow"),
+        ("init_t", "etcd_t", "process", "transition", "allow"),
+        (
+            "containerd_t",
+            "containerd_exec_t",
+            "file",
+            "entrypoint",
+            "allow",
+        ),
+        ("etcd_t", "etcd_exec_t", "file", "entrypoint", "allow"),
+        ("etcd_t", "etcd_exec_t", "file", "map", "allow"),
+        // Controls: no other program enters either domain, and no
+        // confined domain enters another's.
+        (
+            "etcd_t",
+            "containerd_exec_t",
+            "file",
+            "entrypoint",
+            "terule",
+        ),
+        (
+            "containerd_t",
+            "etcd_exec_t",
+            "file",
+            "entrypoint",
+            "terule",
+        ),
+        ("container_t", "etcd_exec_t", "file", "entrypoint", "terule"),
+        ("etcd_t", "container_file_t", "file", "entrypoint", "terule"),
+        ("containerd_t", "etcd_t", "process", "transition", "terule"),
+    ] {
+        let role = if class == "process" {
             "system_r"
         } else {
             "object_r"

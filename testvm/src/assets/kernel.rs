@@ -25,8 +25,16 @@ use anyhow::{bail, ensure, Context as _, Result};
 
 use crate::host::{self, say};
 
-/// The modules the guest loads, with their dependencies.
-pub const GUEST_MODULES: [&str; 4] = ["virtio_pci", "virtio_blk", "crc32c_generic", "ext4"];
+/// The modules the guest loads, with their dependencies: the virtio disk,
+/// ext4 with its metadata checksums, and overlayfs for containerd's
+/// snapshots (the systemd stage's root holds no modules of its own).
+pub const GUEST_MODULES: [&str; 5] = [
+    "virtio_pci",
+    "virtio_blk",
+    "crc32c_generic",
+    "ext4",
+    "overlay",
+];
 
 /// The kernel the meta package `linux-image-amd64` depends on.
 pub fn current_package() -> Result<String> {
