@@ -497,6 +497,12 @@ fn declared_directories_get_named_type_transitions() {
             &["init_t", "kubelet_t"],
         ),
         (
+            "containerd_var_t",
+            "io.containerd.snapshotter.v1.overlayfs",
+            "container_file_t",
+            &["containerd_t", "init_t"],
+        ),
+        (
             "var_log_t",
             "audit",
             "audit_log_t",
