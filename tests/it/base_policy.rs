@@ -635,3 +635,129 @@ fn a_tmpfs_mount_type_may_associate_with_itself_and_no_other_type_gains_it() {
         "allow var_run_t var_run_t:filesystem associate;"
     );
 }
+
+/// What a pod made through containerd's CRI needs of the base policy, each
+/// with a control: the node's daemons reach systemd's notification and
+/// journal sockets (a pod does not); containerd runs at s0, so a pod may
+/// write to the pipes containerd gives it for its output (not to those of
+/// a process at init's range); runc may mount over kubelet's masked and
+/// read-only /proc paths without reading them, and relabel the pod's
+/// /dev/mqueue.
+#[test]
+fn cri_pods_daemons_and_the_oci_runtime_have_what_they_need() {
+    let compiled = compile_base_with(&[]);
+    let file_contexts =
+        std::fs::read_to_string(compiled.file_contexts()).expect("file_contexts written");
+    for line in [
+        "/run/systemd/notify\t-s\tsystem_u:object_r:init_socket_t:s0",
+        "/run/systemd/journal/(socket|stdout|dev-log)\t-s\tsystem_u:object_r:init_socket_t:s0",
+    ] {
+        assert!(file_contexts.lines().any(|l| l == line), "{line:?} missing");
+    }
+    assert_eq!(
+        sesearch(
+            &compiled,
+            &["--range_trans", "-s", "init_t", "-t", "containerd_exec_t"]
+        )
+        .trim(),
+        "range_transition init_t containerd_exec_t:process s0;"
+    );
+    let s0 = |t: &str, role: &str| format!("system_u:{role}:{t}:s0");
+    let pod = "system_u:system_r:container_t:s0:c1,c2".to_owned();
+    let mut cases = Vec::new();
+    for daemon in ["etcd_t", "containerd_t", "kubelet_t"] {
+        let daemon = s0(daemon, "system_r");
+        cases.push((
+            daemon.clone(),
+            s0("init_socket_t", "object_r"),
+            "sock_file",
+            "write",
+            "allow",
+        ));
+        cases.push((
+            daemon,
+            s0("init_t", "system_r"),
+            "unix_dgram_socket",
+            "sendto",
+            "allow",
+        ));
+    }
+    cases.extend([
+        // Controls: a pod reaches neither, and the socket type is no
+        // wider than the sockets.
+        (
+            pod.clone(),
+            s0("init_socket_t", "object_r"),
+            "sock_file",
+            "write",
+            "terule",
+        ),
+        (
+            pod.clone(),
+            s0("init_t", "system_r"),
+            "unix_dgram_socket",
+            "sendto",
+            "terule",
+        ),
+        (
+            s0("etcd_t", "system_r"),
+            s0("init_socket_t", "object_r"),
+            "sock_file",
+            "unlink",
+            "terule",
+        ),
+        // A pod writes its output to containerd's pipe at s0; at init's
+        // range the MCS constraint refuses it.
+        (
+            pod.clone(),
+            s0("containerd_t", "system_r"),
+            "fifo_file",
+            "write",
+            "allow",
+        ),
+        (
+            pod.clone(),
+            "system_u:system_r:containerd_t:s0-s0:c0.c1023".to_owned(),
+            "fifo_file",
+            "write",
+            "constraint",
+        ),
+    ]);
+    let runtime = s0("containerd_t", "system_r");
+    for (target, class, perm, verdict) in [
+        ("proc_t", "file", "mounton", "allow"),
+        ("sysctl_t", "dir", "mounton", "allow"),
+        ("sysctl_t", "file", "mounton", "allow"),
+        ("proc_kcore_t", "file", "mounton", "allow"),
+        ("proc_kcore_t", "file", "getattr", "allow"),
+        ("mqueue_t", "dir", "relabelfrom", "allow"),
+        // Controls: mounting over kcore is not reading it.
+        ("proc_kcore_t", "file", "read", "terule"),
+        ("proc_kcore_t", "file", "open", "terule"),
+    ] {
+        cases.push((
+            runtime.clone(),
+            s0(target, "object_r"),
+            class,
+            perm,
+            verdict,
+        ));
+    }
+    cases.push((
+        pod,
+        s0("proc_kcore_t", "object_r"),
+        "file",
+        "mounton",
+        "terule",
+    ));
+    let mut wrong = Vec::new();
+    for (source, target, class, perm, expected) in &cases {
+        let verdict = libsepol_verdict(&compiled, source, target, class, perm);
+        if verdict != *expected {
+            wrong.push(format!(
+                "{source} -> {target} {class} {perm}: {verdict}, expected {expected}"
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
