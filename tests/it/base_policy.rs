@@ -11,16 +11,16 @@ use policy::base::BASE_POLICY;
 /// A module shaped like the generated one: a protected file type granted to a
 /// generated daemon domain, and a canary protected from every confined domain.
 const TEST_MODULE: &str = r#"
-(type etcd_t)
-(typeattributeset domain (etcd_t))
-(typeattributeset semanifest_process (etcd_t))
+(type daemon_t)
+(typeattributeset domain (daemon_t))
+(typeattributeset semanifest_process (daemon_t))
 
 (type secret_t)
 (typeattributeset file_type (secret_t))
-(allow etcd_t secret_t (file (open read write getattr)))
-(allow etcd_t secret_t (dir (open read search getattr)))
+(allow daemon_t secret_t (file (open read write getattr)))
+(allow daemon_t secret_t (dir (open read search getattr)))
 (typeattribute secret_t_denied)
-(typeattributeset secret_t_denied (and domain (not (or semanifest_trusted etcd_t))))
+(typeattributeset secret_t_denied (and domain (not (or semanifest_trusted daemon_t))))
 (neverallow secret_t_denied secret_t semanifest_file_all)
 
 (type canary_t)
@@ -30,7 +30,13 @@ const TEST_MODULE: &str = r#"
 (neverallow canary_t_denied canary_t semanifest_file_all)
 "#;
 
-const CONFINED_DOMAINS: [&str; 4] = ["container_t", "containerd_t", "kubelet_t", "etcd_t"];
+const CONFINED_DOMAINS: [&str; 5] = [
+    "container_t",
+    "containerd_t",
+    "kubelet_t",
+    "etcd_t",
+    "daemon_t",
+];
 
 fn base_and_test_module() -> CompiledPolicy {
     compile_base_with(&[("90-test.cil", TEST_MODULE)])
@@ -116,9 +122,9 @@ fn a_module_can_grant_a_protected_type_to_its_own_domain() {
     let compiled = base_and_test_module();
     let rules = sesearch(
         &compiled,
-        &["-A", "-s", "etcd_t", "-t", "secret_t", "-c", "file"],
+        &["-A", "-s", "daemon_t", "-t", "secret_t", "-c", "file"],
     );
-    assert!(rules.contains("allow etcd_t secret_t:file"), "{rules}");
+    assert!(rules.contains("allow daemon_t secret_t:file"), "{rules}");
 }
 
 #[test]
@@ -513,6 +519,86 @@ fn systemd_becomes_init_t_and_its_unit_checks_are_decided_by_the_policy() {
     }
 }
 
+/// A unit's command runs in init_t; started from Debian's
+/// /usr/bin/containerd and /usr/bin/etcd, containerd and etcd leave it for
+/// their confined domains, as PID 1 leaves kernel_t: the policy names the
+/// domain for each program's type, labels the programs so, and lets each
+/// domain be entered only through its own program.
+#[test]
+fn a_unit_starts_containerd_and_etcd_in_their_domains() {
+    let compiled = compile_base_with(&[]);
+    for (exec, domain) in [
+        ("containerd_exec_t", "containerd_t"),
+        ("etcd_exec_t", "etcd_t"),
+    ] {
+        assert_eq!(
+            sesearch(
+                &compiled,
+                &["-T", "-s", "init_t", "-t", exec, "-c", "process"]
+            )
+            .trim(),
+            format!("type_transition init_t {exec}:process {domain};")
+        );
+    }
+    let file_contexts =
+        std::fs::read_to_string(compiled.file_contexts()).expect("file_contexts written");
+    for line in [
+        "/usr/bin/containerd\t--\tsystem_u:object_r:containerd_exec_t:s0",
+        "/usr/bin/etcd\t--\tsystem_u:object_r:etcd_exec_t:s0",
+    ] {
+        assert!(file_contexts.lines().any(|l| l == line), "{line:?} missing");
+    }
+    for (source, target, class, perm, verdict) in [
+        ("init_t", "containerd_t", "process", "transition", "allow"),
+        ("init_t", "etcd_t", "process", "transition", "allow"),
+        (
+            "containerd_t",
+            "containerd_exec_t",
+            "file",
+            "entrypoint",
+            "allow",
+        ),
+        ("etcd_t", "etcd_exec_t", "file", "entrypoint", "allow"),
+        ("etcd_t", "etcd_exec_t", "file", "map", "allow"),
+        // Controls: no other program enters either domain, and no
+        // confined domain enters another's.
+        (
+            "etcd_t",
+            "containerd_exec_t",
+            "file",
+            "entrypoint",
+            "terule",
+        ),
+        (
+            "containerd_t",
+            "etcd_exec_t",
+            "file",
+            "entrypoint",
+            "terule",
+        ),
+        ("container_t", "etcd_exec_t", "file", "entrypoint", "terule"),
+        ("etcd_t", "container_file_t", "file", "entrypoint", "terule"),
+        ("containerd_t", "etcd_t", "process", "transition", "terule"),
+    ] {
+        let role = if class == "process" {
+            "system_r"
+        } else {
+            "object_r"
+        };
+        assert_eq!(
+            libsepol_verdict(
+                &compiled,
+                &format!("system_u:system_r:{source}:s0"),
+                &format!("system_u:{role}:{target}:s0"),
+                class,
+                perm
+            ),
+            verdict,
+            "{source} {target}:{class} {perm}"
+        );
+    }
+}
+
 /// A tmpfs mounted with `context=TYPE` labels the filesystem itself TYPE,
 /// and the kernel checks every file made on it with `associate` from TYPE
 /// to TYPE: the module allows exactly that for the layout's tmpfs types.
@@ -548,4 +634,130 @@ fn a_tmpfs_mount_type_may_associate_with_itself_and_no_other_type_gains_it() {
         .trim(),
         "allow var_run_t var_run_t:filesystem associate;"
     );
+}
+
+/// What a pod made through containerd's CRI needs of the base policy, each
+/// with a control: the node's daemons reach systemd's notification and
+/// journal sockets (a pod does not); containerd runs at s0, so a pod may
+/// write to the pipes containerd gives it for its output (not to those of
+/// a process at init's range); runc may mount over kubelet's masked and
+/// read-only /proc paths without reading them, and relabel the pod's
+/// /dev/mqueue.
+#[test]
+fn cri_pods_daemons_and_the_oci_runtime_have_what_they_need() {
+    let compiled = compile_base_with(&[]);
+    let file_contexts =
+        std::fs::read_to_string(compiled.file_contexts()).expect("file_contexts written");
+    for line in [
+        "/run/systemd/notify\t-s\tsystem_u:object_r:init_socket_t:s0",
+        "/run/systemd/journal/(socket|stdout|dev-log)\t-s\tsystem_u:object_r:init_socket_t:s0",
+    ] {
+        assert!(file_contexts.lines().any(|l| l == line), "{line:?} missing");
+    }
+    assert_eq!(
+        sesearch(
+            &compiled,
+            &["--range_trans", "-s", "init_t", "-t", "containerd_exec_t"]
+        )
+        .trim(),
+        "range_transition init_t containerd_exec_t:process s0;"
+    );
+    let s0 = |t: &str, role: &str| format!("system_u:{role}:{t}:s0");
+    let pod = "system_u:system_r:container_t:s0:c1,c2".to_owned();
+    let mut cases = Vec::new();
+    for daemon in ["etcd_t", "containerd_t", "kubelet_t"] {
+        let daemon = s0(daemon, "system_r");
+        cases.push((
+            daemon.clone(),
+            s0("init_socket_t", "object_r"),
+            "sock_file",
+            "write",
+            "allow",
+        ));
+        cases.push((
+            daemon,
+            s0("init_t", "system_r"),
+            "unix_dgram_socket",
+            "sendto",
+            "allow",
+        ));
+    }
+    cases.extend([
+        // Controls: a pod reaches neither, and the socket type is no
+        // wider than the sockets.
+        (
+            pod.clone(),
+            s0("init_socket_t", "object_r"),
+            "sock_file",
+            "write",
+            "terule",
+        ),
+        (
+            pod.clone(),
+            s0("init_t", "system_r"),
+            "unix_dgram_socket",
+            "sendto",
+            "terule",
+        ),
+        (
+            s0("etcd_t", "system_r"),
+            s0("init_socket_t", "object_r"),
+            "sock_file",
+            "unlink",
+            "terule",
+        ),
+        // A pod writes its output to containerd's pipe at s0; at init's
+        // range the MCS constraint refuses it.
+        (
+            pod.clone(),
+            s0("containerd_t", "system_r"),
+            "fifo_file",
+            "write",
+            "allow",
+        ),
+        (
+            pod.clone(),
+            "system_u:system_r:containerd_t:s0-s0:c0.c1023".to_owned(),
+            "fifo_file",
+            "write",
+            "constraint",
+        ),
+    ]);
+    let runtime = s0("containerd_t", "system_r");
+    for (target, class, perm, verdict) in [
+        ("proc_t", "file", "mounton", "allow"),
+        ("sysctl_t", "dir", "mounton", "allow"),
+        ("sysctl_t", "file", "mounton", "allow"),
+        ("proc_kcore_t", "file", "mounton", "allow"),
+        ("proc_kcore_t", "file", "getattr", "allow"),
+        ("mqueue_t", "dir", "relabelfrom", "allow"),
+        // Controls: mounting over kcore is not reading it.
+        ("proc_kcore_t", "file", "read", "terule"),
+        ("proc_kcore_t", "file", "open", "terule"),
+    ] {
+        cases.push((
+            runtime.clone(),
+            s0(target, "object_r"),
+            class,
+            perm,
+            verdict,
+        ));
+    }
+    cases.push((
+        pod,
+        s0("proc_kcore_t", "object_r"),
+        "file",
+        "mounton",
+        "terule",
+    ));
+    let mut wrong = Vec::new();
+    for (source, target, class, perm, expected) in &cases {
+        let verdict = libsepol_verdict(&compiled, source, target, class, perm);
+        if verdict != *expected {
+            wrong.push(format!(
+                "{source} -> {target} {class} {perm}: {verdict}, expected {expected}"
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
 }

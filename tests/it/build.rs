@@ -371,6 +371,82 @@ fn install_root_writes_the_selinux_tree_and_drops_stale_bin() {
     );
 }
 
+/// containerd's and CRI-O's SELinux library labels a container that asks
+/// for nothing from `contexts/lxc_contexts`; without it, no label at all.
+/// The install root gets it: the layout's workload domain, which may run
+/// from container content.
+#[test]
+fn install_root_writes_lxc_contexts_for_container_runtimes() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    fs::create_dir(&root).unwrap();
+    let output = build_default(
+        &dir.path().join("out"),
+        &["--install-root", root.to_str().unwrap()],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let lxc = fs::read_to_string(root.join("etc/selinux/semanifest/contexts/lxc_contexts"))
+        .expect("lxc_contexts installed");
+    // What go-selinux reads: KEY = "CONTEXT" lines, `#` comments.
+    let entries: Vec<(&str, &str)> = lxc
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .filter_map(|l| l.split_once('='))
+        .map(|(key, value)| (key.trim(), value.trim().trim_matches('"')))
+        .collect();
+    assert_eq!(
+        entries,
+        [
+            ("process", "system_u:system_r:container_t:s0"),
+            ("file", "system_u:object_r:container_file_t:s0"),
+        ],
+        "{lxc}"
+    );
+    // The process may run from files of that label: its entrypoint.
+    let rules = run(Command::new(tool("sesearch", "setools"))
+        .args([
+            "-A",
+            "-s",
+            "container_t",
+            "-t",
+            "container_file_t",
+            "-c",
+            "file",
+            "-p",
+            "entrypoint",
+        ])
+        .arg(dir.path().join("out/policy.33")));
+    assert!(
+        crate::support::stdout(&rules).contains("entrypoint"),
+        "{}",
+        crate::support::stdout(&rules)
+    );
+    // Control: a layout without a workload domain gets none.
+    let layout = dir.path().join("no-pods.yaml");
+    fs::write(
+        &layout,
+        "apiVersion: semanifest.io/v1\nkind: Layout\nmetadata: {name: no-pods}\nspec:\n  domains:\n    etcd: { type: etcd_t }\n  paths:\n    - path: /var/lib/etcd\n      type: etcd_var_t\n      access: { etcd: write }\n",
+    )
+    .unwrap();
+    let bare = dir.path().join("bare");
+    fs::create_dir(&bare).unwrap();
+    let output = run(semanifest()
+        .arg("build")
+        .arg("--layout")
+        .arg(&layout)
+        .arg("--out")
+        .arg(dir.path().join("out-bare"))
+        .arg("--install-root")
+        .arg(&bare));
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(bare
+        .join("etc/selinux/semanifest/policy/policy.33")
+        .is_file());
+    assert!(!bare
+        .join("etc/selinux/semanifest/contexts/lxc_contexts")
+        .exists());
+}
+
 #[test]
 fn layout_show_prints_the_embedded_layout() {
     let output = run(semanifest().args(["layout", "show"]));
@@ -441,6 +517,12 @@ fn declared_directories_get_named_type_transitions() {
             "pods",
             "kubelet_pods_t",
             &["init_t", "kubelet_t"],
+        ),
+        (
+            "containerd_var_t",
+            "io.containerd.snapshotter.v1.overlayfs",
+            "container_file_t",
+            &["containerd_t", "init_t"],
         ),
         (
             "var_log_t",

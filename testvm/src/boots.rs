@@ -40,16 +40,20 @@ pub struct Boot {
     /// the boot loads them; the first is loaded before any scenario runs.
     /// Empty where the guest loads its policy itself (systemd).
     pub policies: &'static [&'static str],
+    /// Makes pods through containerd's CRI: the image gets `cri-run`
+    /// (testvm/cri) and the container image (assets::oci_image).
+    pub cri: bool,
     pub about: &'static str,
 }
 
-pub const BOOTS: [Boot; 5] = [
+pub const BOOTS: [Boot; 6] = [
     Boot {
         number: 1,
         name: "enforcing",
         stage: Stage::Busybox,
         continues: None,
         policies: &["semanifest"],
+        cri: false,
         about: "the layout's policy, /var relabelled, enforcing; pods through crun and runc; the node runtime on an empty disk",
     },
     Boot {
@@ -58,6 +62,7 @@ pub const BOOTS: [Boot; 5] = [
         stage: Stage::Busybox,
         continues: Some(1),
         policies: &["semanifest", "leaky"],
+        cri: false,
         about: "the same disk again: the relabel changes nothing; then the leaky control policy",
     },
     Boot {
@@ -66,6 +71,7 @@ pub const BOOTS: [Boot; 5] = [
         stage: Stage::Busybox,
         continues: None,
         policies: &["refpolicy-stock", "refpolicy-module"],
+        cri: false,
         about: "Debian's refpolicy store as shipped, then with the layout's module",
     },
     Boot {
@@ -74,7 +80,8 @@ pub const BOOTS: [Boot; 5] = [
         stage: Stage::Systemd,
         continues: None,
         policies: &[],
-        about: "Debian 12's systemd as PID 1, enforcing, the layout's units installed",
+        cri: false,
+        about: "Debian 12's systemd as PID 1, enforcing, the layout's units installed; containerd and etcd start",
     },
     Boot {
         number: 5,
@@ -82,7 +89,17 @@ pub const BOOTS: [Boot; 5] = [
         stage: Stage::Systemd,
         continues: None,
         policies: &[],
+        cri: false,
         about: "the same image with the layout's units masked and the relabel failing",
+    },
+    Boot {
+        number: 6,
+        name: "cri",
+        stage: Stage::Systemd,
+        continues: None,
+        policies: &[],
+        cri: true,
+        about: "the same image: pods made through containerd's CRI as kubelet makes them, etcd serving through its API",
     },
 ];
 

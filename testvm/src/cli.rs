@@ -60,6 +60,11 @@ pub struct Args {
     /// scenarios. With `--only`, only the chosen among them.
     #[arg(long, conflicts_with_all = ["watchdog_test", "inject_hang"])]
     pub systemd: bool,
+    /// Boot the systemd stage permissive (`enforcing=0`): every denial is
+    /// logged (`permissive=1`) and none refused, so one run shows all a
+    /// policy lacks. The scenarios that claim a denial then fail.
+    #[arg(long)]
+    pub permissive: bool,
     /// Measure the systemd stage's boot time: build its image once, then N
     /// rounds of a cold boot (a fresh copy of the image, the host's page
     /// cache dropped: apply makes the tree, the relabel walks /var) and a

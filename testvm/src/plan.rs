@@ -333,6 +333,29 @@ fn needed(scenarios: &[Scenario], all: &[Instance], index: &Index<'_>, i: usize)
         .collect()
 }
 
+/// Whether instance `from` needs `to`, directly or through what it needs.
+fn needs_through(
+    scenarios: &[Scenario],
+    all: &[Instance],
+    index: &Index<'_>,
+    from: usize,
+    to: usize,
+) -> bool {
+    let mut seen = BTreeSet::new();
+    let mut next = vec![from];
+    while let Some(i) = next.pop() {
+        for j in needed(scenarios, all, index, i) {
+            if j == to {
+                return true;
+            }
+            if seen.insert(j) {
+                next.push(j);
+            }
+        }
+    }
+    false
+}
+
 /// `in_boot` (instances of one boot) in run order.
 fn order(
     scenarios: &[Scenario],
@@ -374,10 +397,15 @@ fn order(
                 let runtimes_meet = other.runtime == instance.runtime
                     || other.runtime.is_none()
                     || instance.runtime.is_none();
+                // A pattern never takes in what needs this one, which
+                // runs after it anyway (`after: *` then means all the
+                // others); a name does, and a cycle is an error.
+                let wildcard = pattern.contains(['*', '?']);
                 if j != i
                     && other.control.map(|c| c.name) == instance.control.map(|c| c.name)
                     && runtimes_meet
                     && glob(pattern, &scenarios[other.scenario].name)
+                    && !(wildcard && needs_through(scenarios, all, index, j, i))
                 {
                     first.insert(j);
                 }
@@ -713,6 +741,34 @@ mod tests {
         );
     }
 
+    /// `after: *` waits for all the others but what needs it: a check that
+    /// needs the last scenario runs after it, not into a cycle.
+    #[test]
+    fn after_all_but_what_needs_it() {
+        let scenarios = vec![
+            sc(
+                "z/last",
+                "# boot: cri\n# expect: e\n# needs: a/first\n# after: *",
+            ),
+            sc("a/first", "# boot: cri\n# expect: e"),
+            sc("b/middle", "# boot: cri\n# expect: e"),
+            sc("a/check", "# boot: cri\n# expect: e\n# needs: m/through"),
+            sc("m/through", "# boot: cri\n# expect: e\n# needs: z/last"),
+        ];
+        let plan = Plan::new(&scenarios, &Selection::default()).unwrap();
+        let order: Vec<&str> = rows(&plan, 6).into_iter().map(|(row, _)| row).collect();
+        assert_eq!(
+            order,
+            ["a/first", "b/middle", "z/last", "m/through", "a/check"]
+        );
+        // Without the need, `after: *` takes it in: a cycle.
+        let scenarios = vec![
+            sc("z/last", "# boot: cri\n# expect: e\n# after: *"),
+            sc("a/check", "# boot: cri\n# expect: e\n# after: *"),
+        ];
+        assert!(Plan::new(&scenarios, &Selection::default()).is_err());
+    }
+
     #[test]
     fn the_guests_plan() {
         let scenarios = catalog();
@@ -754,7 +810,7 @@ mod tests {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
         let scenarios = crate::scenario::discover(&dir).unwrap();
         let plan = Plan::new(&scenarios, &Selection::default()).unwrap();
-        assert_eq!(plan.boots, [1, 2, 3, 4, 5]);
+        assert_eq!(plan.boots, [1, 2, 3, 4, 5, 6]);
         // Under TCG a pod costs seconds: the checks of one pod must not
         // be split by a scenario ordered between them.
         let text = plan.guest_text(Stage::Busybox);

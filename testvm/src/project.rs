@@ -28,6 +28,20 @@ pub fn build(repo: &Path, work: &Path) -> Result<PathBuf> {
     Ok(repo.join("target/release/semanifest"))
 }
 
+/// `cargo build --release -p testvm-cri` in `repo`: `cri-run`, the CRI
+/// client the guests that make pods through containerd run.
+pub fn build_cri_run(repo: &Path, work: &Path) -> Result<PathBuf> {
+    say("cargo build --release -p testvm-cri (cri-run)");
+    host::run_logged(
+        Command::new("cargo")
+            .args(["build", "--release", "--quiet", "-p", "testvm-cri"])
+            .current_dir(repo),
+        &work.join("cargo-cri.log"),
+        "cargo build -p testvm-cri (protoc comes with protobuf-compiler)",
+    )?;
+    Ok(repo.join("target/release/cri-run"))
+}
+
 /// The policies the busybox guest loads, in `work/policy`: policy.33 and
 /// file_contexts from the embedded default layout, and policy-leaky.33,
 /// the same with `leaky.cil` compiled in with neverallow checking off (the

@@ -14,14 +14,14 @@ use std::time::Instant;
 
 use anyhow::{Context as _, Result};
 
-use crate::assets::{kernel, systemd_image};
+use crate::assets::{kernel, oci_image, systemd_image};
 use crate::boots::{self, Stage};
 use crate::cli::Args;
 use crate::host::{self, say};
 use crate::plan::Plan;
 use crate::report::{Report, Row};
 use crate::watchdog::Limits;
-use crate::{qemu, Booted, Paths};
+use crate::{project, qemu, Booted, Paths};
 
 /// The control whose boot gets the control image and the masks.
 const LAYOUT_UNITS_OFF: &str = "layout-units-off";
@@ -54,7 +54,19 @@ pub fn stage(
     accel: Option<&'static str>,
 ) -> Result<Booted> {
     let control = plan.runs(control_boot());
-    let (image, guest) = prepare(args, paths, plan, semanifest, accel, control)?;
+    let cri = if plan
+        .boots
+        .iter()
+        .any(|&n| boots::boot(n).stage == Stage::Systemd && boots::boot(n).cri)
+    {
+        Some(systemd_image::CriAssets {
+            cri_run: project::build_cri_run(&paths.repo, &paths.work)?,
+            image: oci_image::build(&paths.work)?,
+        })
+    } else {
+        None
+    };
+    let (image, guest) = prepare(args, paths, plan, semanifest, accel, control, cri.as_ref())?;
     let work = &paths.work;
     let mut booted = Booted {
         rows: Vec::new(),
@@ -88,7 +100,8 @@ pub fn stage(
 }
 
 /// The image, its initramfs and the accelerator (`accel`, or chosen
-/// here); the control image too when `control`.
+/// here); the control image too when `control`, `cri` in the image when
+/// given.
 fn prepare<'a>(
     args: &'a Args,
     paths: &'a Paths,
@@ -96,6 +109,7 @@ fn prepare<'a>(
     semanifest: &Path,
     accel: Option<&'static str>,
     control: bool,
+    cri: Option<&systemd_image::CriAssets>,
 ) -> Result<(systemd_image::Image, Guest<'a>)> {
     let Paths {
         testvm,
@@ -112,6 +126,7 @@ fn prepare<'a>(
         semanifest,
         &plan.guest_text(Stage::Systemd),
         control,
+        cri,
     )?;
     let initramfs = systemd_image::initramfs(work, testvm, cache, &modules)?;
     let accel = accel.unwrap_or_else(|| qemu::choose(args.accel, &kernel_image, &initramfs));
@@ -162,7 +177,7 @@ impl Guest<'_> {
                 timeout: args.boot_timeout,
             },
             inject: None,
-            enforcing: true,
+            enforcing: !args.permissive,
             cmdline,
             snapshot,
         }
@@ -198,8 +213,8 @@ pub fn bench(args: &Args, paths: &Paths, plan: &Plan<'_>, rounds: u64) -> Result
         .context("no boot of the systemd stage to time")?;
     crate::fresh_dir(&paths.work)?;
     kernel::ensure(&paths.cache, args.rebuild)?;
-    let semanifest = crate::project::build(&paths.repo, &paths.work)?;
-    let (image, guest) = prepare(args, paths, plan, &semanifest, None, false)?;
+    let semanifest = project::build(&paths.repo, &paths.work)?;
+    let (image, guest) = prepare(args, paths, plan, &semanifest, None, false, None)?;
     let work = &paths.work;
     let disk = work.join("bench.img");
     let mut all_passed = true;

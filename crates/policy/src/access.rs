@@ -27,11 +27,15 @@ pub(crate) const LEVELS: [(AccessLevel, &[(&str, &str)]); 5] = [
         AccessLevel::Append,
         &[("dir", "getattr search open"), ("file", "getattr open append ioctl lock"), ("lnk_file", "getattr read")],
     ),
+    // `mounton` on directories and files: who owns a tree may mount over
+    // what is in it (runc bind-mounts a copy of itself over a file in its
+    // state directory under /run/containerd). Mounting also needs
+    // CAP_SYS_ADMIN and the filesystem's `mount`, which workloads lack.
     (
         AccessLevel::Write,
         &[
             ("dir", "getattr search open read write add_name remove_name create rmdir setattr rename reparent ioctl lock watch mounton"),
-            ("file", "getattr open read write append create unlink link rename setattr ioctl lock map watch"),
+            ("file", "getattr open read write append create unlink link rename setattr ioctl lock map watch mounton"),
             ("lnk_file", "getattr read create unlink link rename setattr"),
             ("fifo_file", "getattr open read write append create unlink link rename setattr ioctl lock"),
             ("sock_file", "getattr open read write append create unlink link rename setattr"),

@@ -250,7 +250,13 @@ pub fn build(parsed: &Parsed, options: &BuildOptions) -> Result<BuildOutput, Bui
     fs::rename(&policy_tmp, &policy).map_err(io_error(&policy))?;
 
     let installed = match &options.install_root {
-        Some(root) => install(root, &options.policy_name, &policy, &file_contexts)?,
+        Some(root) => install(
+            root,
+            &options.policy_name,
+            &policy,
+            &file_contexts,
+            lxc_contexts(&parsed.layout).as_deref(),
+        )?,
         None => Vec::new(),
     };
     Ok(BuildOutput {
@@ -262,9 +268,32 @@ pub fn build(parsed: &Parsed, options: &BuildOptions) -> Result<BuildOutput, Bui
     })
 }
 
+/// What the container runtimes' SELinux library (go-selinux, in
+/// containerd and CRI-O) reads from `contexts/lxc_contexts` for a
+/// container that asks for no label: the process label and the label of
+/// its files, to which the runtime adds the pod's MCS categories. Without
+/// the file it starts containers with no label at all. The process type is
+/// the layout's first workload domain; a layout without one gets no file.
+pub fn lxc_contexts(layout: &Layout) -> Option<String> {
+    let workload = layout.domains.iter().find(|domain| domain.workload)?;
+    Some(format!(
+        "# Written by semanifest build --install-root: the labels a container\n\
+         # runtime gives a container that asks for none (then adds the pod's\n\
+         # MCS categories).\n\
+         process = \"system_u:system_r:{}:s0\"\n\
+         file = \"system_u:object_r:{CONTAINER_FILE}:s0\"\n",
+        workload.type_name
+    ))
+}
+
+/// The base policy's type of container content (image layers, a pod's
+/// own files).
+const CONTAINER_FILE: &str = "container_file_t";
+
 /// Writes the standard tree libselinux and the kernel loader read:
-/// `ROOT/etc/selinux/config`, `ROOT/etc/selinux/NAME/policy/policy.33` and
-/// `ROOT/etc/selinux/NAME/contexts/files/file_contexts`. A stale
+/// `ROOT/etc/selinux/config`, `ROOT/etc/selinux/NAME/policy/policy.33`,
+/// `ROOT/etc/selinux/NAME/contexts/files/file_contexts` and, given
+/// `lxc`, `ROOT/etc/selinux/NAME/contexts/lxc_contexts`. A stale
 /// `file_contexts.bin` would be loaded instead of the new text (libselinux
 /// prefers a `.bin` at least as new), so those siblings are removed, and
 /// so is `file_contexts.subs_dist` (the image's equivalences, which
@@ -274,6 +303,7 @@ fn install(
     name: &str,
     policy: &Path,
     file_contexts: &Path,
+    lxc: Option<&str>,
 ) -> Result<Vec<PathBuf>, BuildError> {
     let selinux = root.join("etc/selinux");
     let policy_dir = selinux.join(name).join("policy");
@@ -308,7 +338,13 @@ fn install(
             Err(error) => return Err(BuildError::Io { path, error }),
         }
     }
-    Ok(vec![config, policy_target, fc_target])
+    let mut installed = vec![config, policy_target, fc_target];
+    if let Some(lxc) = lxc {
+        let lxc_target = selinux.join(name).join("contexts/lxc_contexts");
+        write_atomic(&lxc_target, lxc.as_bytes())?;
+        installed.push(lxc_target);
+    }
+    Ok(installed)
 }
 
 /// The `filecon` statements of the base policy, which secilc also writes to

@@ -25,8 +25,16 @@ use anyhow::{bail, ensure, Context as _, Result};
 
 use crate::host::{self, say};
 
-/// The modules the guest loads, with their dependencies.
-pub const GUEST_MODULES: [&str; 4] = ["virtio_pci", "virtio_blk", "crc32c_generic", "ext4"];
+/// The modules the guest loads, with their dependencies: the virtio disk,
+/// ext4 with its metadata checksums, and overlayfs for containerd's
+/// snapshots (the systemd stage's root holds no modules of its own).
+pub const GUEST_MODULES: [&str; 5] = [
+    "virtio_pci",
+    "virtio_blk",
+    "crc32c_generic",
+    "ext4",
+    "overlay",
+];
 
 /// The kernel the meta package `linux-image-amd64` depends on.
 pub fn current_package() -> Result<String> {
@@ -385,20 +393,22 @@ mod tests {
         (dir, "linux-image-6.1.0-1-amd64".to_owned())
     }
 
-    const ALL: [(&str, &[u8]); 6] = [
+    const ALL: [(&str, &[u8]); 7] = [
         ("vmlinux", b"\x7fELF kernel"),
         ("modules/virtio_pci.ko", b"a"),
         ("modules/virtio_blk.ko", b"b"),
         ("modules/crc32c_generic.ko", b"c"),
         ("modules/crc16.ko", b"d"),
         ("modules/ext4.ko", b"e"),
+        ("modules/overlay.ko", b"f"),
     ];
-    const ORDER: [&str; 5] = [
+    const ORDER: [&str; 6] = [
         "virtio_pci ",
         "virtio_blk ",
         "crc32c_generic ",
         "crc16 ",
         "ext4 crc16,crc32c_generic",
+        "overlay ",
     ];
 
     #[test]
@@ -436,6 +446,7 @@ mod tests {
                 "crc32c_generic ",
                 "ext4 crc16,crc32c_generic",
                 "crc16 ",
+                "overlay ",
             ],
         );
         assert_eq!(

@@ -5,5 +5,6 @@
 pub mod disk;
 pub mod initramfs;
 pub mod kernel;
+pub mod oci_image;
 pub mod refpolicy;
 pub mod systemd_image;

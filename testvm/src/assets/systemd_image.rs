@@ -1,10 +1,10 @@
-//! The `--systemd` stage's guest: Debian 12 as debootstrap makes it
-//! (minbase with systemd), with the layout's policy, units and binary
-//! installed by `semanifest build --install-root`, labelled by setfiles,
-//! on an ext4 root disk; and a busybox initramfs that mounts it and hands
-//! over to systemd. The packages are cached in `cache/systemd-debs/KEY`,
-//! KEY a digest of the suite, mirror and package list; the root is built
-//! fresh every run.
+//! The systemd stage's guest: Debian 12 as debootstrap makes it (minbase
+//! with systemd, containerd and etcd), with the layout's policy, units and
+//! binary installed by `semanifest build --install-root`, labelled by
+//! setfiles, on an ext4 root disk; and a busybox initramfs that mounts it
+//! and hands over to systemd. The packages are cached in
+//! `cache/systemd-debs/KEY`, KEY a digest of the suite, mirror and package
+//! list; the root is built fresh every run.
 
 use std::fs;
 use std::os::unix::fs::symlink;
@@ -18,23 +18,26 @@ use crate::host::{self, say};
 
 const SUITE: &str = "bookworm";
 const MIRROR: &str = "http://deb.debian.org/debian";
-const PACKAGES: [&str; 5] = [
+const PACKAGES: [&str; 8] = [
     "systemd",
     "systemd-sysv",
     "udev",
     "selinux-utils",
     "policycoreutils",
+    // The runtime and the store the CRI boots run for real (runc comes
+    // with containerd).
+    "containerd",
+    "etcd-server",
+    "etcd-client",
 ];
 /// What `build --install-root` names the policy (its default).
 const POLICY: &str = "semanifest";
-/// The test units (testvm/guest/systemd/units), besides the runtime
-/// stand-ins.
-const UNITS: [&str; 4] = [
-    "test.target",
-    "testvm-scenarios.service",
-    "containerd.service",
-    "kubelet.service",
-];
+/// The test units (testvm/guest/systemd/units): kubelet's is a stand-in
+/// (containerd's and etcd's are Debian's).
+const UNITS: [&str; 3] = ["test.target", "testvm-scenarios.service", "kubelet.service"];
+/// Drop-ins (testvm/guest/systemd/units/UNIT.d/testvm.conf) for Debian's
+/// units.
+const DROP_INS: [&str; 1] = ["etcd.service"];
 /// udev does nothing the scenarios need, and costs time under TCG.
 const MASKED: [&str; 4] = [
     "systemd-udevd.service",
@@ -61,9 +64,21 @@ pub struct Image {
     pub layout_units: Vec<String>,
 }
 
+/// What the boots that make pods through containerd's CRI need in the
+/// image.
+pub struct CriAssets {
+    /// The `cri-run` binary (testvm/cri), installed as
+    /// /usr/local/bin/cri-run.
+    pub cri_run: PathBuf,
+    /// The OCI image archive (assets::oci_image), in
+    /// /usr/lib/testvm/images.
+    pub image: PathBuf,
+}
+
 /// Builds `work/root.img`: debootstrap, `semanifest build
-/// --install-root`, the test units, the runner with the scenarios and
-/// `plan` (plan::Plan::guest_text), setfiles, mkfs.ext4; and
+/// --install-root`, the test units and drop-ins, containerd's
+/// configuration, the runner with the scenarios and `plan`
+/// (plan::Plan::guest_text), `cri` when given, setfiles, mkfs.ext4; and
 /// `work/control.img` when `control`.
 pub fn build(
     cache: &Path,
@@ -72,6 +87,7 @@ pub fn build(
     semanifest: &Path,
     plan: &str,
     control: bool,
+    cri: Option<&CriAssets>,
 ) -> Result<Image> {
     let key = key();
     let debs = cache.join("systemd-debs").join(&key);
@@ -87,22 +103,7 @@ pub fn build(
     }
     fs::create_dir_all(&debs)?;
     let root = work.join("systemd-root");
-    host::run_logged(
-        Command::new("debootstrap")
-            .args([
-                "--variant=minbase",
-                &format!("--include={}", PACKAGES.join(",")),
-            ])
-            .arg(format!(
-                "--cache-dir={}",
-                fs::canonicalize(&debs)?.display()
-            ))
-            .arg(SUITE)
-            .arg(&root)
-            .arg(MIRROR),
-        &work.join("debootstrap.log"),
-        "debootstrap",
-    )?;
+    debootstrap(&debs, &root, work)?;
 
     say("semanifest build --install-root (policy, units, binary)");
     let layout = layout(testvm, work)?;
@@ -126,6 +127,31 @@ pub fn build(
             .with_context(|| format!("cannot install the unit {unit}"))?;
     }
     let etc = root.join("etc/systemd/system");
+    for unit in DROP_INS {
+        let dir = etc.join(format!("{unit}.d"));
+        fs::create_dir_all(&dir)?;
+        fs::copy(
+            guest.join("units").join(format!("{unit}.d/testvm.conf")),
+            dir.join("testvm.conf"),
+        )
+        .with_context(|| format!("cannot install the drop-in of {unit}"))?;
+    }
+    // What every node has and debootstrap does not write: /etc/hosts (the
+    // runtime copies it into each pod) and the CNI plugins' directories
+    // (containerd's CRI watches the configuration's, or makes it).
+    fs::write(
+        root.join("etc/hosts"),
+        "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n",
+    )?;
+    for dir in ["etc/cni/net.d", "usr/lib/cni"] {
+        fs::create_dir_all(root.join(dir))?;
+    }
+    // containerd's CRI with SELinux, and the image it has for sandboxes.
+    fs::copy(
+        guest.join("containerd.toml"),
+        root.join("etc/containerd/config.toml"),
+    )
+    .context("cannot install containerd's configuration")?;
     let default = etc.join("default.target");
     let _ = fs::remove_file(&default);
     symlink("/usr/lib/systemd/system/test.target", &default)?;
@@ -140,6 +166,13 @@ pub fn build(
     initramfs::copy_tree(&testvm.join("scenarios"), &lib.join("scenarios"))?;
     fs::write(lib.join("plan"), plan)?;
     expectations(&root, semanifest, &layout_units, &lib)?;
+    if let Some(cri) = cri {
+        initramfs::install(&cri.cri_run, &root.join("usr/local/bin/cri-run"), 0o755)?;
+        let images = lib.join("images");
+        fs::create_dir_all(&images)?;
+        let name = cri.image.file_name().context("the image archive's name")?;
+        fs::copy(&cri.image, images.join(name))?;
+    }
 
     let file_contexts = root.join(format!("etc/selinux/{POLICY}/contexts/files/file_contexts"));
     host::run_logged(
@@ -180,6 +213,26 @@ pub fn build(
         control_disk: Some(control_disk),
         layout_units,
     })
+}
+
+/// debootstrap, its packages from and into `debs`. While it configures
+/// them it forbids every service start (a `policy-rc.d` that exits 101, a
+/// stand-in start-stop-daemon): etcd-server's maintainer script does not
+/// start etcd on the host.
+fn debootstrap(debs: &Path, root: &Path, work: &Path) -> Result<()> {
+    host::run_logged(
+        Command::new("debootstrap")
+            .args([
+                "--variant=minbase",
+                &format!("--include={}", PACKAGES.join(",")),
+            ])
+            .arg(format!("--cache-dir={}", fs::canonicalize(debs)?.display()))
+            .arg(SUITE)
+            .arg(root)
+            .arg(MIRROR),
+        &work.join("debootstrap.log"),
+        "debootstrap",
+    )
 }
 
 /// `mkfs.ext4 -d root` into a fresh 1 GiB sparse `image`; mke2fs copies
