@@ -1,6 +1,6 @@
 //! Debian's kernel, fetched as a package (unpacked, never installed) into
 //! `cache/kernel`, with the modules the guest needs (virtio disk, ext4 with
-//! its metadata checksums). Their dependencies are read from each `.ko`'s
+//! its metadata checksums, quotas, XFS). Their dependencies are read from each `.ko`'s
 //! own `.modinfo` `depends=` field, since the package ships no modules.dep
 //! (depmod runs at install, which is skipped) and kmod need not be on the
 //! host.
@@ -26,14 +26,18 @@ use anyhow::{bail, ensure, Context as _, Result};
 use crate::host::{self, say};
 
 /// The modules the guest loads, with their dependencies: the virtio disk,
-/// ext4 with its metadata checksums, and overlayfs for containerd's
-/// snapshots (the systemd stage's root holds no modules of its own).
-pub const GUEST_MODULES: [&str; 5] = [
+/// ext4 with its metadata checksums, overlayfs for containerd's snapshots
+/// (the systemd stage's root holds no modules of its own), quota_v2 (the
+/// format of ext4's quota files: without it an ext4 made with `-O quota`
+/// does not mount) and xfs, the filesystem of the XFS capacity disk.
+pub const GUEST_MODULES: [&str; 7] = [
     "virtio_pci",
     "virtio_blk",
     "crc32c_generic",
     "ext4",
     "overlay",
+    "quota_v2",
+    "xfs",
 ];
 
 /// The kernel the meta package `linux-image-amd64` depends on.
@@ -393,7 +397,7 @@ mod tests {
         (dir, "linux-image-6.1.0-1-amd64".to_owned())
     }
 
-    const ALL: [(&str, &[u8]); 7] = [
+    const ALL: [(&str, &[u8]); 10] = [
         ("vmlinux", b"\x7fELF kernel"),
         ("modules/virtio_pci.ko", b"a"),
         ("modules/virtio_blk.ko", b"b"),
@@ -401,14 +405,20 @@ mod tests {
         ("modules/crc16.ko", b"d"),
         ("modules/ext4.ko", b"e"),
         ("modules/overlay.ko", b"f"),
+        ("modules/quota_tree.ko", b"g"),
+        ("modules/quota_v2.ko", b"h"),
+        ("modules/xfs.ko", b"i"),
     ];
-    const ORDER: [&str; 6] = [
+    const ORDER: [&str; 9] = [
         "virtio_pci ",
         "virtio_blk ",
         "crc32c_generic ",
         "crc16 ",
         "ext4 crc16,crc32c_generic",
         "overlay ",
+        "quota_tree ",
+        "quota_v2 quota_tree",
+        "xfs crc32c_generic",
     ];
 
     #[test]
