@@ -731,6 +731,10 @@ fn cri_pods_daemons_and_the_oci_runtime_have_what_they_need() {
         ("proc_kcore_t", "file", "mounton", "allow"),
         ("proc_kcore_t", "file", "getattr", "allow"),
         ("mqueue_t", "dir", "relabelfrom", "allow"),
+        ("securityfs_t", "dir", "search", "allow"),
+        // Controls: a lookup in securityfs is no listing of it.
+        ("securityfs_t", "dir", "read", "terule"),
+        ("securityfs_t", "file", "read", "terule"),
         // Controls: mounting over kcore is not reading it.
         ("proc_kcore_t", "file", "read", "terule"),
         ("proc_kcore_t", "file", "open", "terule"),

@@ -525,6 +525,12 @@ fn declared_directories_get_named_type_transitions() {
             &["containerd_t", "init_t"],
         ),
         (
+            "containerd_var_t",
+            "sandboxes",
+            "container_file_t",
+            &["containerd_t", "init_t"],
+        ),
+        (
             "var_log_t",
             "audit",
             "audit_log_t",
