@@ -228,24 +228,7 @@ pub fn build(parsed: &Parsed, options: &BuildOptions) -> Result<BuildOutput, Bui
         flags: secilc::Flags::standalone(),
     })?;
     if !outcome.success {
-        let violations = secilc::violated_protections(&outcome.output)
-            .into_iter()
-            .filter_map(|broken| {
-                let rule = parsed
-                    .layout
-                    .paths
-                    .iter()
-                    .find(|r| r.protected && r.type_name == broken.type_name)?;
-                let pos = rule.protected_pos.unwrap_or(rule.pos);
-                Some(Violation {
-                    path: rule.path.clone(),
-                    type_name: broken.type_name,
-                    declared_at: format!("{}:{}:{}", parsed.source.name, pos.line, pos.column),
-                    location: layout::diag::Location::at(&parsed.source.name, pos),
-                    offending: broken.offending,
-                })
-            })
-            .collect();
+        let violations = violations(parsed, &outcome.output);
         return Err(BuildError::Rejected {
             violations,
             output: outcome.output,
@@ -267,6 +250,29 @@ pub fn build(parsed: &Parsed, options: &BuildOptions) -> Result<BuildOutput, Bui
         policy,
         installed,
     })
+}
+
+/// The protected paths whose neverallow secilc reports broken in
+/// `output`, each with where the layout protects it.
+fn violations(parsed: &Parsed, output: &str) -> Vec<Violation> {
+    secilc::violated_protections(output)
+        .into_iter()
+        .filter_map(|broken| {
+            let rule = parsed
+                .layout
+                .paths
+                .iter()
+                .find(|r| r.protected && r.type_name == broken.type_name)?;
+            let pos = rule.protected_pos.unwrap_or(rule.pos);
+            Some(Violation {
+                path: rule.path.clone(),
+                type_name: broken.type_name,
+                declared_at: format!("{}:{}:{}", parsed.source.name, pos.line, pos.column),
+                location: layout::diag::Location::at(&parsed.source.name, pos),
+                offending: broken.offending,
+            })
+        })
+        .collect()
 }
 
 /// Writes the standard tree libselinux and the kernel loader read:
