@@ -25,6 +25,7 @@ mod fcontext_load_errors;
 mod fcontext_random;
 mod fsroot;
 mod golden;
+mod host_classes;
 mod k8s_cli;
 mod k8s_corpus;
 mod k8s_fuzz;
