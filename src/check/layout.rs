@@ -17,7 +17,7 @@ fn finding(parsed: &Parsed, rule: &'static Rule, pos: Pos, message: String) -> F
 }
 
 /// The hazards of the layout's file_contexts, found with the lookup engine.
-pub fn hazards(parsed: &Parsed) -> Vec<Finding> {
+pub(crate) fn hazards(parsed: &Parsed) -> Vec<Finding> {
     let layout = &parsed.layout;
     let mut findings = Vec::new();
     let text = policy::file_contexts_text(layout);
@@ -162,7 +162,7 @@ fn base_overlaps(parsed: &Parsed, layout: &Layout) -> Vec<Finding> {
 /// Paths granted to a domain but below a protected path it may not cross:
 /// reachable only through bind mounts, by design. Noted so it stays visible.
 /// Granted paths below a protected path (notes; target-independent).
-pub fn below_protected_notes(parsed: &Parsed) -> Vec<Finding> {
+pub(crate) fn below_protected_notes(parsed: &Parsed) -> Vec<Finding> {
     below_protected(parsed, &parsed.layout)
 }
 

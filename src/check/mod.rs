@@ -5,15 +5,15 @@
 //!
 //! Invariants: nothing here writes outside a temporary directory (labels are
 //! checked with the relabeler in dry-run mode); a phase that cannot run
-//! (unreadable input, missing tool) is an [`InputError`], never a finding, so
+//! (unreadable input, missing tool) is an `InputError`, never a finding, so
 //! "no findings" always means "checked and clean".
 
-pub mod compiled_policy;
-pub mod labels;
-pub mod layout;
+mod compiled_policy;
+mod labels;
+mod layout;
 pub mod report;
 pub mod rules;
-pub mod store;
+mod store;
 
 use std::path::PathBuf;
 
@@ -36,7 +36,7 @@ pub struct CheckOptions {
 
 /// A phase could not run.
 #[derive(Debug, thiserror::Error)]
-pub enum InputError {
+pub(crate) enum InputError {
     #[error(transparent)]
     Policy(#[from] compiled_policy::PolicyCheckError),
     #[error(transparent)]
@@ -85,7 +85,7 @@ pub fn run(parsed: &Parsed, options: &CheckOptions) -> CheckOutcome {
 
 /// Like [`run`], with the policy phase against a distribution's store
 /// instead of the standalone base: the module is built, compiled with the
-/// store and proven ([`store::check`]), and labels are checked against the
+/// store and proven (`store::check`), and labels are checked against the
 /// predicted file contexts.
 pub fn run_against(
     parsed: &Parsed,
@@ -159,6 +159,6 @@ fn workload_and_label_phases(
 }
 
 /// What the layout says about hostPath volumes, for the Kubernetes audit.
-pub fn host_path_rules(parsed: &Parsed) -> HostPathRules {
+pub(crate) fn host_path_rules(parsed: &Parsed) -> HostPathRules {
     HostPathRules::of(parsed)
 }

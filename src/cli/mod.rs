@@ -201,7 +201,7 @@ pub fn print_stdout(bytes: &[u8]) -> std::io::Result<()> {
 
 /// Writes `bytes` to `path` (mode 0644) through a temporary sibling and a
 /// rename, creating the parent directories: for `--install-root` trees.
-pub fn install_file(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
+pub fn install_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     use anyhow::Context;
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;

@@ -84,7 +84,7 @@ pub fn render(parsed: &Parsed, image: Option<&Path>, policy_name: &str) -> Resul
 /// Writes `set` beneath `out`, enabled with `enable`; prints what it wrote
 /// and every notice.
 /// Installs the units under `out`; the files and links written.
-pub fn write(set: &UnitSet, out: &Path, enable: bool) -> Result<Vec<std::path::PathBuf>> {
+pub fn write(set: &UnitSet, out: &Path, enable: bool) -> Result<Vec<PathBuf>> {
     let written = units::install(set, out, enable)?;
     let paths: Vec<_> = written.files.into_iter().chain(written.links).collect();
     for path in &paths {

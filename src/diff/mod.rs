@@ -16,7 +16,7 @@
 //! the (domain type, file type) pairs of allow rules it may alter, so the
 //! policy cross-check needs no second opinion.
 
-pub mod label_changes;
+mod label_changes;
 mod manifest_changes;
 pub mod render;
 pub mod sediff;
@@ -28,8 +28,8 @@ use serde::Serialize;
 
 use layout::manifest::Parsed;
 
-pub use label_changes::LabelChange;
-pub use volume_changes::VolumeChange;
+use label_changes::LabelChange;
+use volume_changes::VolumeChange;
 
 /// The whole comparison of two layouts.
 #[derive(Debug, Serialize, JsonSchema)]
@@ -82,7 +82,7 @@ pub struct ManifestChange {
 }
 
 impl ManifestChange {
-    pub fn is_security_relevant(&self) -> bool {
+    pub(crate) fn is_security_relevant(&self) -> bool {
         self.security.is_some()
     }
 }

@@ -22,8 +22,8 @@ use capability::Capability;
 use host::HostClass;
 
 /// The SELinux user, role and level every generated file context carries.
-pub const FILE_CONTEXT_PREFIX: &str = "system_u:object_r:";
-pub const FILE_LEVEL: &str = "s0";
+pub(crate) const FILE_CONTEXT_PREFIX: &str = "system_u:object_r:";
+pub(crate) const FILE_LEVEL: &str = "s0";
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Layout {
@@ -73,7 +73,7 @@ impl NodeBoot {
     /// The runtime units a layout gets without `spec.node.runtime`: the
     /// unit names and commands of the containerd, CRI-O and kubeadm
     /// packages.
-    pub const DEFAULT_RUNTIME: [(&'static str, &'static str); 3] = [
+    pub(crate) const DEFAULT_RUNTIME: [(&'static str, &'static str); 3] = [
         ("containerd.service", "/usr/bin/containerd"),
         (
             "crio.service",
@@ -87,7 +87,7 @@ impl NodeBoot {
         ),
     ];
 
-    pub fn default_runtime() -> Vec<RuntimeUnit> {
+    pub(crate) fn default_runtime() -> Vec<RuntimeUnit> {
         Self::DEFAULT_RUNTIME
             .iter()
             .map(|(unit, exec)| RuntimeUnit {
@@ -218,10 +218,10 @@ pub struct Access {
 
 impl Access {
     /// The level names a manifest may write, weakest first.
-    pub const LEVELS: [&'static str; 5] = ["search", "read", "append", "write", "exec"];
+    pub(crate) const LEVELS: [&'static str; 5] = ["search", "read", "append", "write", "exec"];
 
     /// One level by its manifest name.
-    pub fn level(name: &str) -> Option<Access> {
+    pub(crate) fn level(name: &str) -> Option<Access> {
         let mut access = Access::default();
         match name {
             "search" => access.search = true,
@@ -233,14 +233,6 @@ impl Access {
         }
         Some(access)
     }
-
-    pub const SEARCH: Access = Access {
-        search: true,
-        read: false,
-        append: false,
-        write: false,
-        exec: false,
-    };
 
     /// Closes the set under the implications between levels.
     pub fn normalised(mut self) -> Self {
@@ -303,7 +295,7 @@ pub enum Lifecycle {
 
 impl Lifecycle {
     /// Every lifecycle by its manifest name; the default first.
-    pub const ALL: [(&'static str, Lifecycle); 3] = [
+    pub(crate) const ALL: [(&'static str, Lifecycle); 3] = [
         ("persistent", Lifecycle::Persistent),
         ("ephemeral", Lifecycle::Ephemeral),
         ("cache", Lifecycle::Cache),
@@ -337,7 +329,7 @@ pub enum Propagation {
 }
 
 impl Propagation {
-    pub const ALL: [(&'static str, Propagation); 6] = [
+    pub(crate) const ALL: [(&'static str, Propagation); 6] = [
         ("private", Propagation::Private),
         ("rprivate", Propagation::Rprivate),
         ("shared", Propagation::Shared),

@@ -66,7 +66,7 @@ pub enum ApplyMode {
 
 /// One directory as the layout wants it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Place {
+pub(crate) struct Place {
     /// The path below the root (`/var/lib/etcd`).
     pub key: String,
     /// Declared by the layout (not only an ancestor of a declared path).
@@ -192,7 +192,7 @@ impl ApplyReport {
 /// path and its ancestors below `/`. Owner names are resolved in
 /// `accounts` (required when the layout names one); every unknown name is
 /// reported at once.
-pub fn places(
+pub(crate) fn places(
     layout: &Layout,
     contexts: &FileContexts,
     accounts: Option<&Accounts>,
@@ -247,7 +247,7 @@ pub fn places(
 }
 
 /// Whether the layout names an owner that must be looked up.
-pub fn needs_accounts(layout: &Layout) -> bool {
+pub(crate) fn needs_accounts(layout: &Layout) -> bool {
     layout
         .paths
         .iter()
@@ -281,7 +281,7 @@ pub fn unknown_keep(layout: &Layout, keep: &[String]) -> Result<(), String> {
     }
 }
 
-/// [`apply`], keeping the symlinks found at `keep` (layout paths or
+/// [`apply()`], keeping the symlinks found at `keep` (layout paths or
 /// ancestors of one) whose targets lie outside the layout: the image holds
 /// them so, and the boot units say so too. Any other symlink, and a kept
 /// one pointing into the layout, stays an error.

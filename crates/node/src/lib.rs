@@ -6,26 +6,26 @@
 //! once: no path is resolved twice, no symlink is followed, nothing in the
 //! way is replaced.
 //!
-//! - [`apply`] makes every declared directory and its ancestors exist with
+//! - [`apply()`] makes every declared directory and its ancestors exist with
 //!   the declared mode, owner and label. A missing directory is *born
 //!   right*: made under a temporary name, given its owner, mode and label,
 //!   then renamed into place with `RENAME_NOREPLACE`, so the declared name
 //!   never shows another label (see `apply` for why not `fscreate`).
-//! - [`prune`] empties declared directories, keeping each directory itself:
+//! - [`prune()`] empties declared directories, keeping each directory itself:
 //!   entries first move into a hidden trash directory inside it (one
 //!   `renameat2` each, so a crash leaves every entry in place or in the
 //!   trash), then the trash is deleted in parallel. The next `prune` or
 //!   `apply` empties a trash a crash left behind.
-//! - [`remove`] deletes only strictly below a `removable` root, resolving
+//! - [`remove()`] deletes only strictly below a `removable` root, resolving
 //!   every level with `RESOLVE_NO_XDEV` too, and refuses escapes, mounts
 //!   and objects labelled with a protected type.
 //!
-//! Owners come from the target root's `etc/passwd` ([`owners`]). The three
+//! Owners come from the target root's `etc/passwd` (`owners`). The three
 //! commands take [`Root::lock`] so they never interleave on one tree.
 
 pub mod apply;
 mod delete;
-pub mod owners;
+mod owners;
 pub mod prune;
 pub mod remove;
 mod trash;
@@ -42,7 +42,7 @@ pub use remove::{remove, RemoveOptions, RemoveReport, Removed};
 use fsroot::{EscapedPath, Handle, Root};
 
 /// The xattr that holds an object's SELinux context.
-pub const XATTR_NAME: &str = "security.selinux";
+pub(crate) const XATTR_NAME: &str = "security.selinux";
 
 /// Why a command could not start (nothing was changed): exit 2.
 #[derive(Debug, thiserror::Error)]

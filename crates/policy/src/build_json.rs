@@ -12,7 +12,7 @@ use super::{BuildError, Violation};
 use layout::diag::{Location, Report};
 
 /// Bumped only when a field is removed, renamed or changes its meaning.
-pub const JSON_SCHEMA_VERSION: u32 = 1;
+pub(crate) const JSON_SCHEMA_VERSION: u32 = 1;
 
 /// One reason a build failed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -50,7 +50,7 @@ fn environment() -> Environment<'static> {
 }
 
 /// The module's CIL text. Deterministic: the same plan gives the same bytes.
-pub fn render_module(plan: &ModulePlan) -> Result<String, Error> {
+pub(crate) fn render_module(plan: &ModulePlan) -> Result<String, Error> {
     render_template("module.cil", plan)
 }
 

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use super::plan;
-use layout::model::{Access, Layout};
+use layout::model::Layout;
 
 /// What the store offers the module; every name here is the store's.
 #[derive(Debug, Clone, Default)]
@@ -67,7 +67,7 @@ pub struct FileconLine {
 /// The access levels, per class, as the standalone target's template
 /// defines them (a test keeps the two equal). Permissions a store's class
 /// lacks are dropped.
-pub const LEVELS: &[(&str, &[(&str, &str)])] = &[
+pub(crate) const LEVELS: &[(&str, &[(&str, &str)])] = &[
     ("search", &[("dir", "getattr search open"), ("lnk_file", "getattr read")]),
     (
         "read",
@@ -95,11 +95,6 @@ pub const LEVELS: &[(&str, &[(&str, &str)])] = &[
     ),
     ("exec", &[("dir", "getattr search"), ("file", "getattr open read map execute execute_no_trans ioctl")]),
 ];
-
-/// What a protected type is held to: every permission on every file class,
-/// except traversing directories (`getattr open search`), which distribution
-/// policies grant container domains on every file type by design.
-pub const PROTECTED_EXCEPT_DIR: &str = "getattr open search";
 
 #[derive(Debug, Serialize)]
 struct Plan {
@@ -411,20 +406,6 @@ fn build_plan(layout: &Layout, source: &str, target: &StoreTarget) -> Plan {
         profile: target.profile.clone(),
         module,
     }
-}
-
-/// The access a level name stands for, for reports.
-pub fn level_access(level: &str) -> Option<Access> {
-    let mut access = Access::default();
-    match level {
-        "search" => access.search = true,
-        "read" => access.read = true,
-        "append" => access.append = true,
-        "write" => access.write = true,
-        "exec" => access.exec = true,
-        _ => return None,
-    }
-    Some(access.normalised())
 }
 
 #[cfg(test)]

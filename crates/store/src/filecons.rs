@@ -44,7 +44,7 @@ use selabel::{FileContexts, FileKind};
 
 /// Entry names below each path that the proof looks up: unlike any name a
 /// distribution's policy singles out.
-pub const PROBE_NAME: &str = "semanifest-probe";
+pub(crate) const PROBE_NAME: &str = "semanifest-probe";
 
 /// One spec of the store's own `file_contexts`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,7 +58,7 @@ pub struct StoreSpec {
 }
 
 /// Reads `REGEX [TYPE] CONTEXT` lines (as secilc writes them).
-pub fn parse_specs(text: &str) -> Vec<StoreSpec> {
+pub(crate) fn parse_specs(text: &str) -> Vec<StoreSpec> {
     let mut specs = Vec::new();
     for (index, line) in text.lines().enumerate() {
         let trimmed = line.trim();
@@ -98,7 +98,7 @@ fn file_type_of(field: &str) -> Option<FileConType> {
 }
 
 /// The CIL keyword of a file type.
-pub fn cil_file_type(file_type: FileConType) -> &'static str {
+pub(crate) fn cil_file_type(file_type: FileConType) -> &'static str {
     match file_type {
         FileConType::File => "file",
         FileConType::Dir => "dir",
@@ -136,8 +136,6 @@ pub struct Siblings {
 }
 
 impl Siblings {
-    pub const SUFFIXES: [&'static str; 4] = [".homedirs", ".local", ".subs", ".subs_dist"];
-
     fn each(&self) -> [(&'static str, Option<&PathBuf>); 4] {
         [
             (".homedirs", self.homedirs.as_ref()),
@@ -157,7 +155,7 @@ impl Siblings {
     }
 
     /// Copies the siblings next to `main` (`main.homedirs`, …).
-    pub fn copy_beside(&self, main: &Path) -> Result<Vec<PathBuf>, StoreError> {
+    pub(crate) fn copy_beside(&self, main: &Path) -> Result<Vec<PathBuf>, StoreError> {
         let mut written = Vec::new();
         for (suffix, source) in self.each() {
             let target = PathBuf::from(format!("{}{suffix}", main.display()));
@@ -272,7 +270,7 @@ pub struct SpecRef {
 
 /// The lines chosen for one layout path.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct PathLines {
+pub(crate) struct PathLines {
     pub path: String,
     pub type_name: String,
     pub lines: Vec<Line>,
@@ -358,14 +356,14 @@ pub enum FileconError {
 
 /// What the resolution decided for the whole layout.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct Resolution {
+pub(crate) struct Resolution {
     pub paths: Vec<PathLines>,
     pub probes: Vec<Probe>,
 }
 
 impl Resolution {
     /// Every line of the module with its path index, in layout order.
-    pub fn filecons(&self, layout: &Layout) -> Vec<FileCon> {
+    pub(crate) fn filecons(&self, layout: &Layout) -> Vec<FileCon> {
         self.paths
             .iter()
             .zip(&layout.paths)
@@ -381,7 +379,7 @@ impl Resolution {
 }
 
 /// The store's view: its specs and what names them.
-pub struct StoreContexts<'a> {
+pub(crate) struct StoreContexts<'a> {
     pub specs: &'a [StoreSpec],
     pub siblings: &'a Siblings,
     /// Regex → modules that wrote it.
@@ -458,7 +456,7 @@ struct PathState {
 
 /// Chooses the module's lines for every layout path against the store's
 /// specs, and proves them on the merged file in `work_dir`.
-pub fn resolve(
+pub(crate) fn resolve(
     layout: &Layout,
     store: &StoreContexts<'_>,
     work_dir: &Path,
@@ -995,7 +993,7 @@ fn load(work_dir: &Path, siblings: &Siblings, text: &str) -> Result<FileContexts
 }
 
 /// Looks up every probe for each of its kinds.
-pub fn prove(contexts: &FileContexts, probes: &[Probe]) -> Vec<Mismatch> {
+pub(crate) fn prove(contexts: &FileContexts, probes: &[Probe]) -> Vec<Mismatch> {
     let mut mismatches = Vec::new();
     for probe in probes {
         for &kind in &probe.kinds {
@@ -1018,7 +1016,7 @@ pub fn prove(contexts: &FileContexts, probes: &[Probe]) -> Vec<Mismatch> {
 /// shape: literals as written, the first fitting printable byte of a class,
 /// each repetition at its minimum (or once). `None` when no candidate is
 /// confirmed by the lookup engine itself.
-pub fn witness(regex: &str, file_type: FileConType) -> Option<String> {
+pub(crate) fn witness(regex: &str, file_type: FileConType) -> Option<String> {
     let hir = regex_syntax::ParserBuilder::new()
         .unicode(false)
         .utf8(false)
@@ -1096,7 +1094,7 @@ fn generate(hir: &regex_syntax::hir::Hir, at_least_once: bool, out: &mut Vec<u8>
 }
 
 /// What the stock store gives `key` (as a directory), and which spec decides.
-pub fn stock_label(
+pub(crate) fn stock_label(
     contexts: &FileContexts,
     key: &str,
 ) -> (Option<String>, Option<selabel::SpecOrigin>) {

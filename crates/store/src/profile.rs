@@ -15,7 +15,8 @@ pub enum ProfileName {
 }
 
 impl ProfileName {
-    pub const ALL: [ProfileName; 2] = [ProfileName::Refpolicy, ProfileName::ContainerSelinux];
+    pub(crate) const ALL: [ProfileName; 2] =
+        [ProfileName::Refpolicy, ProfileName::ContainerSelinux];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -48,7 +49,7 @@ pub struct Profile {
     pub container_module: &'static str,
 }
 
-pub const REFPOLICY: Profile = Profile {
+pub(crate) const REFPOLICY: Profile = Profile {
     name: ProfileName::Refpolicy,
     file_type_attributes: &["file_type", "non_security_file_type", "non_auth_file_type"],
     domain_attribute: "domain",
@@ -60,7 +61,7 @@ pub const REFPOLICY: Profile = Profile {
     container_module: "container",
 };
 
-pub const CONTAINER_SELINUX: Profile = Profile {
+pub(crate) const CONTAINER_SELINUX: Profile = Profile {
     name: ProfileName::ContainerSelinux,
     file_type_attributes: &["file_type", "non_security_file_type", "non_auth_file_type"],
     domain_attribute: "domain",
@@ -75,7 +76,7 @@ pub const CONTAINER_SELINUX: Profile = Profile {
 };
 
 impl Profile {
-    pub fn named(name: ProfileName) -> &'static Profile {
+    pub(crate) fn named(name: ProfileName) -> &'static Profile {
         match name {
             ProfileName::Refpolicy => &REFPOLICY,
             ProfileName::ContainerSelinux => &CONTAINER_SELINUX,
@@ -83,7 +84,7 @@ impl Profile {
     }
 
     /// The names this profile needs from a store that it lacks.
-    pub fn missing(&self, facts: &Facts) -> Vec<String> {
+    pub(crate) fn missing(&self, facts: &Facts) -> Vec<String> {
         let mut missing = Vec::new();
         let attributes = self.file_type_attributes.iter().chain([
             &self.domain_attribute,
@@ -104,7 +105,7 @@ impl Profile {
     }
 
     /// The profile whose names the store has; `None` when none or both fit.
-    pub fn detect(facts: &Facts) -> Result<&'static Profile, String> {
+    pub(crate) fn detect(facts: &Facts) -> Result<&'static Profile, String> {
         let fitting: Vec<&'static Profile> = ProfileName::ALL
             .iter()
             .map(|&name| Profile::named(name))

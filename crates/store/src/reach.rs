@@ -86,7 +86,7 @@ fn rank(access: &str) -> u8 {
 }
 
 /// What the report needs to know about one protected type.
-pub struct Protected<'a> {
+pub(crate) struct Protected<'a> {
     pub type_name: &'a str,
     pub paths: Vec<String>,
     /// Store types the layout grants it.
@@ -95,7 +95,7 @@ pub struct Protected<'a> {
 
 /// The `sesearch` query for every allow rule on a file class whose target
 /// is one of `types` or an attribute holding one (a single run for all).
-pub fn query(policy: &Path, types: &[&str]) -> Result<String, StoreError> {
+pub(crate) fn query(policy: &Path, types: &[&str]) -> Result<String, StoreError> {
     let classes = FILE_CLASSES.join(",");
     let names: Vec<String> = types.iter().map(|t| regex_syntax::escape(t)).collect();
     let pattern = format!("^({})$", names.join("|"));
@@ -108,7 +108,7 @@ pub fn query(policy: &Path, types: &[&str]) -> Result<String, StoreError> {
 
 /// Sorts the rules of [`query`]'s output out per protected type.
 /// `attributes` are the predicted policy's.
-pub fn reach(
+pub(crate) fn reach(
     rules_text: &str,
     attributes: &Facts,
     workload_set: &BTreeSet<String>,

@@ -189,7 +189,7 @@ impl Baseline {
     }
 
     /// The stock file contexts (with the store's siblings), for lookups.
-    pub fn stock_contexts(&self) -> Result<FileContexts, StoreError> {
+    pub(crate) fn stock_contexts(&self) -> Result<FileContexts, StoreError> {
         let dir = self.work.path().join("stock-lookup");
         let text = fs::read_to_string(&self.stock.file_contexts)
             .map_err(|e| StoreError::io(&self.stock.file_contexts, e))?;

@@ -65,7 +65,7 @@ impl Help for Diagnostic {
 
 /// Validates `raw`; returns the model and the warnings, or every diagnostic
 /// (errors and warnings) when any rule failed.
-pub fn validate(
+pub(crate) fn validate(
     raw: &RawLayout,
     base: &BaseFacts,
 ) -> Result<(Layout, Vec<Diagnostic>), Vec<Diagnostic>> {
@@ -847,7 +847,7 @@ fn describe_char(c: char) -> String {
 /// Lexical normalisation of an absolute path: collapses `//`, drops `.` and a
 /// trailing `/`. `None` when the path has a `..` component (never resolved
 /// lexically: with symlinks `a/..` is not `.`).
-pub fn normalise(path: &str) -> Option<String> {
+pub(crate) fn normalise(path: &str) -> Option<String> {
     let mut out = String::with_capacity(path.len());
     for component in path.split('/').filter(|c| !c.is_empty() && *c != ".") {
         if component == ".." {
