@@ -12,6 +12,7 @@
 // Tests report what they compare on the terminal.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod agent_policy;
 mod base_policy;
 mod build;
 mod check;

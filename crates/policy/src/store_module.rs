@@ -64,9 +64,9 @@ pub struct FileconLine {
     pub comment: String,
 }
 
-/// The access levels, per class, as the standalone target's template
-/// defines them (a test keeps the two equal). Permissions a store's class
-/// lacks are dropped.
+/// The access levels, and the permission sets of agents' host classes, per
+/// class, as the standalone target's template defines them (a test keeps
+/// the two equal). Permissions a store's class lacks are dropped.
 pub(crate) const LEVELS: &[(&str, &[(&str, &str)])] = &[
     ("search", &[("dir", "getattr search open"), ("lnk_file", "getattr read")]),
     (
@@ -94,6 +94,23 @@ pub(crate) const LEVELS: &[(&str, &[(&str, &str)])] = &[
         ],
     ),
     ("exec", &[("dir", "getattr search"), ("file", "getattr open read map execute execute_no_trans ioctl")]),
+    // The sets agents' host classes grant (docs/agents.md).
+    (
+        "device_read",
+        &[("chr_file", "getattr open read ioctl lock map"), ("blk_file", "getattr open read ioctl lock map")],
+    ),
+    (
+        "device_write",
+        &[
+            ("chr_file", "getattr open read write append ioctl lock map"),
+            ("blk_file", "getattr open read write append ioctl lock map"),
+        ],
+    ),
+    ("connect", &[("sock_file", "getattr write")]),
+    (
+        "processes",
+        &[("dir", "getattr open read search"), ("file", "getattr open read ioctl lock"), ("lnk_file", "getattr read")],
+    ),
 ];
 
 #[derive(Debug, Serialize)]

@@ -492,24 +492,38 @@ pub static HOST_CLASSES: &[HostClass] = &[
     HostClass {
         name: "mount",
         group: Group::Mount,
-        summary: "mounting, remounting and unmounting filesystems on the paths the domain may write (ext4, XFS, tmpfs, bind mounts), with a pod's context= or not, as CSI node plugins publish volumes",
+        summary: "mounting, remounting and unmounting filesystems on the paths the domain may write (ext4, XFS, tmpfs, NFS, bind mounts), with a pod's context= or not, as CSI node plugins publish volumes",
         paths: &[],
         levels: WRITE,
         standalone: &[
             Grant::Mount("fs_t"),
             Grant::Mount("tmpfs_t"),
+            Grant::Mount("nfs_t"),
             Grant::MountContext("container_file_t"),
         ],
         refpolicy: StoreGrants::Types(&[
             Grant::Mount("fs_t"),
             Grant::Mount("tmpfs_t"),
+            Grant::Mount("nfs_t"),
             Grant::MountContext("container_file_t"),
         ]),
         container_selinux: StoreGrants::Types(&[
             Grant::Mount("fs_t"),
             Grant::Mount("tmpfs_t"),
+            Grant::Mount("nfs_t"),
             Grant::MountContext("container_file_t"),
         ]),
+        beyond_labels: None,
+    },
+    HostClass {
+        name: "net-sysctl",
+        group: Group::KernelFilesystem,
+        summary: "the network sysctls (/proc/sys/net), as CNI agents enable forwarding and tune interfaces (not the kernel's other sysctls)",
+        paths: &[subtree("/proc/sys/net")],
+        levels: READ_WRITE,
+        standalone: &[Grant::Files("sysctl_net_t")],
+        refpolicy: StoreGrants::Types(&[Grant::Files("sysctl_net_t")]),
+        container_selinux: StoreGrants::Types(&[Grant::Files("sysctl_net_t")]),
         beyond_labels: None,
     },
     HostClass {
@@ -521,6 +535,7 @@ pub static HOST_CLASSES: &[HostClass] = &[
         standalone: &[
             Grant::Files("proc_t"),
             Grant::Files("sysctl_t"),
+            Grant::Files("sysctl_net_t"),
             Grant::Processes,
         ],
         refpolicy: StoreGrants::Types(&[
@@ -686,6 +701,8 @@ mod tests {
         let names =
             |path: &str| -> Vec<&str> { classes_for(path).iter().map(|(c, _)| c.name).collect() };
         assert_eq!(names("/sys"), ["sysfs"]);
+        assert_eq!(names("/proc/sys/net/ipv4"), ["net-sysctl"]);
+        assert_eq!(names("/proc/sys"), ["proc"]);
         assert_eq!(names("/sys/fs/bpf"), ["bpf"]);
         assert_eq!(names("/sys/fs/bpf/tc"), ["bpf"]);
         assert_eq!(names("/sys/fs"), ["sysfs"]);
