@@ -8,7 +8,7 @@ use crate::check::rules;
 use layout::diag::{Finding, Pos, Rule};
 use layout::manifest::Parsed;
 use layout::model::{is_within, Layout};
-use policy::file_contexts::{self, FileCon, FileConType};
+use policy::file_contexts::{self, FileCon};
 use policy::{self, plan};
 use selabel::{FileContexts, FileKind};
 
@@ -59,7 +59,7 @@ fn all_specs(layout: &Layout) -> Vec<FileCon> {
     let mut specs = policy::base_filecons();
     specs.extend(layout.paths.iter().map(|rule| FileCon {
         regex: plan::subtree_regex(&rule.path),
-        file_type: FileConType::Any,
+        file_type: FileKind::Any,
         context: Some(rule.context()),
     }));
     specs
@@ -125,7 +125,7 @@ fn base_overlaps(parsed: &Parsed, layout: &Layout) -> Vec<Finding> {
     // block devices under /dev) never label it.
     for spec in policy::base_filecons() {
         if file_contexts::literal_stem(&spec.regex).len() <= 1
-            || !matches!(spec.file_type, FileConType::Any | FileConType::Dir)
+            || !matches!(spec.file_type, FileKind::Any | FileKind::Dir)
         {
             continue;
         }

@@ -41,8 +41,10 @@ pub(crate) enum InputError {
     Policy(#[from] compiled_policy::PolicyCheckError),
     #[error(transparent)]
     Relabel(#[from] relabel::RelabelError),
-    #[error("{0}")]
-    FileContexts(String),
+    #[error(transparent)]
+    FileContexts(#[from] selabel::LoadError),
+    #[error("no predicted file_contexts: the store phase failed")]
+    NoPrediction,
 }
 
 /// Findings of every phase, in phase order, plus the input errors met.
@@ -76,8 +78,10 @@ pub fn run(parsed: &Parsed, options: &CheckOptions) -> CheckOutcome {
 
     let contexts = || {
         let text = policy::file_contexts_text(&parsed.layout);
-        selabel::FileContexts::from_text(&parsed.source.name, text.as_bytes())
-            .map_err(|e| e.to_string())
+        Ok(selabel::FileContexts::from_text(
+            &parsed.source.name,
+            text.as_bytes(),
+        )?)
     };
     workload_and_label_phases(parsed, options, contexts, &mut outcome);
     outcome
@@ -105,8 +109,8 @@ pub fn run_against(
     outcome.input_errors.extend(result.input_errors);
     let predicted = result.file_contexts;
     let contexts = || match predicted {
-        Some(path) => selabel::FileContexts::load(&path).map_err(|e| e.to_string()),
-        None => Err("no predicted file_contexts: the store phase failed".to_owned()),
+        Some(path) => Ok(selabel::FileContexts::load(&path)?),
+        None => Err(InputError::NoPrediction),
     };
     workload_and_label_phases(parsed, options, contexts, &mut outcome);
     outcome
@@ -116,7 +120,7 @@ pub fn run_against(
 fn workload_and_label_phases(
     parsed: &Parsed,
     options: &CheckOptions,
-    contexts: impl FnOnce() -> Result<selabel::FileContexts, String>,
+    contexts: impl FnOnce() -> Result<selabel::FileContexts, InputError>,
     outcome: &mut CheckOutcome,
 ) {
     if !options.k8s.is_empty() {
@@ -140,9 +144,7 @@ fn workload_and_label_phases(
 
     if let Some(root) = &options.labels {
         match contexts() {
-            Err(error) => outcome
-                .input_errors
-                .push(InputError::FileContexts(error).to_string()),
+            Err(error) => outcome.input_errors.push(error.to_string()),
             Ok(contexts) => {
                 match labels::check(&parsed.layout, &contexts, root, &options.keep_symlinks) {
                     Ok(report) => {

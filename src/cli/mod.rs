@@ -6,6 +6,7 @@
 //! run quietly with exit 0, as ripgrep does.
 
 mod apply;
+mod args;
 mod build;
 mod build_module;
 mod check;
@@ -188,6 +189,15 @@ fn init_tracing(verbosity: u8) {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .try_init();
+}
+
+/// Prints `report` as pretty JSON with its format's `version` first.
+pub fn print_json<T: serde::Serialize>(version: u32, report: &T) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    let json = serde_json::to_string_pretty(&args::Versioned { version, report })
+        .context("rendering the report")?;
+    print_stdout(format!("{json}\n").as_bytes())?;
+    Ok(())
 }
 
 /// Writes `bytes` to standard output. A closed pipe (`| head`) is an

@@ -31,9 +31,15 @@ use layout::manifest::Parsed;
 use label_changes::LabelChange;
 use volume_changes::VolumeChange;
 
+/// The version of `diff --format json` (docs/diff-json.md): it changes
+/// when a field is removed or changes meaning.
+pub const JSON_VERSION: u32 = 1;
+
 /// The whole comparison of two layouts.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct LayoutDiff {
+    /// The version of this format: 1.
+    pub version: u32,
     /// The old layout, as named on the command line.
     pub old: String,
     /// The new layout, as named on the command line.
@@ -159,6 +165,7 @@ pub fn diff(
         || labels.iter().any(|l| l.security.is_some())
         || workloads.iter().any(|w| w.security.is_some());
     Ok(LayoutDiff {
+        version: JSON_VERSION,
         old: old.source.name.clone(),
         new: new.source.name.clone(),
         changes,

@@ -39,7 +39,7 @@ use rustix::io::Errno;
 use serde::Serialize;
 
 use super::delete::{self, DeleteOptions};
-use super::owners::{Accounts, Ids};
+use super::owners::{Accounts, Ids, OwnerError, OwnerProblem};
 use super::{
     c_name, describe, read_label, shown, split_key, trash, write_label, NodeError, PathError,
 };
@@ -212,7 +212,7 @@ pub(crate) fn places(
             None => None,
             Some(owner) => {
                 let resolved = match (owner, accounts) {
-                    (Owner::Name(name), None) => Err(format!("user `{name}`: no accounts read")),
+                    (Owner::Name(name), None) => Err(OwnerError::NoAccounts(name.clone())),
                     (Owner::Ids { uid, gid }, _) => super::owners::check_ids(Ids {
                         uid: *uid,
                         gid: *gid,
@@ -221,9 +221,12 @@ pub(crate) fn places(
                 };
                 match resolved {
                     Ok(ids) => Some(ids),
-                    Err(problem) => {
-                        let line = rule.map(|rule| rule.pos.line).unwrap_or_default();
-                        problems.push(format!("owner of {key} (layout line {line}): {problem}"));
+                    Err(error) => {
+                        problems.push(OwnerProblem {
+                            path: key.to_owned(),
+                            line: rule.map(|rule| rule.pos.line).unwrap_or_default(),
+                            error,
+                        });
                         None
                     }
                 }
@@ -267,18 +270,63 @@ pub fn apply(
 /// The first of `keep` that is neither a path of `layout` nor an ancestor
 /// of one, as an error for `--keep-symlink` (`apply` and `check --labels`
 /// take the same paths).
-pub fn unknown_keep(layout: &Layout, keep: &[String]) -> Result<(), String> {
+pub fn unknown_keep(layout: &Layout, keep: &[String]) -> Result<(), UnknownKeep> {
     match keep.iter().find(|path| {
         !layout
             .paths
             .iter()
             .any(|rule| rule.path == **path || ancestors(&rule.path).any(|a| a == path.as_str()))
     }) {
-        Some(path) => Err(format!(
-            "--keep-symlink {path}: not a path of the layout nor an ancestor of one"
-        )),
+        Some(path) => Err(UnknownKeep(path.clone())),
         None => Ok(()),
     }
+}
+
+/// A `--keep-symlink` path the layout does not know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("--keep-symlink {0}: not a path of the layout nor an ancestor of one")]
+pub struct UnknownKeep(pub String);
+
+/// Why one directory was not placed, or a symlink not kept.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PlaceError {
+    #[error("{} is in the way of creating it ({}); remove it", TEMPORARY.to_string_lossy(), said(.0))]
+    TemporaryInTheWay(Errno),
+    #[error("cannot create: {}", said(.0))]
+    Create(Errno),
+    #[error("cannot open: {0}")]
+    Reopen(Errno),
+    #[error("cannot set the owner: {}", said(.0))]
+    SetOwner(Errno),
+    #[error("cannot set the mode: {}", said(.0))]
+    SetMode(Errno),
+    #[error("cannot set the label: {}", said(.0))]
+    SetLabel(Errno),
+    #[error("appeared while it was being created; left alone")]
+    Appeared,
+    #[error("cannot rename into place: {}", said(.0))]
+    Rename(Errno),
+    /// Made, but it cannot be opened again.
+    #[error("{}", said(.0))]
+    Made(Errno),
+    #[error("cannot read the symlink: {}", said(.0))]
+    ReadLink(Errno),
+    #[error(
+        "is a symlink to {0}, which names no path semanifest can label; not kept (never followed)"
+    )]
+    Unlabelled(String),
+    #[error(
+        "is a symlink to {shown}, which overlaps the layout's `{rule}`; not kept (never followed)"
+    )]
+    IntoTheLayout { shown: String, rule: String },
+    #[error(transparent)]
+    Resolve(fsroot::Error),
+    #[error("cannot open: {}", said(.0))]
+    Open(Errno),
+}
+
+fn said(errno: &Errno) -> String {
+    describe(*errno)
 }
 
 /// [`apply()`], keeping the symlinks found at `keep` (layout paths or
@@ -389,7 +437,7 @@ impl Run<'_> {
                             target,
                         });
                     }
-                    Err(why) => self.fail(key, PathError::new(&path, why)),
+                    Err(why) => self.fail(key, PathError::new(&path, why.to_string())),
                 }
             }
             Ok(entry) => {
@@ -403,7 +451,7 @@ impl Run<'_> {
             }
             Err(Errno::NOENT) => match self.create(place, &parent, &name) {
                 Ok(entry) => self.created(place, &path, Some(&entry)),
-                Err(error) => self.fail(key, PathError::new(&path, error)),
+                Err(error) => self.fail(key, PathError::new(&path, error.to_string())),
             },
             Err(errno) => self.fail(key, PathError::errno(&path, "open", errno)),
         }
@@ -411,46 +459,38 @@ impl Run<'_> {
 
     /// Makes the directory under the temporary name, sets everything, and
     /// renames it into place; on failure the temporary directory goes.
-    fn create(&self, place: &Place, parent: &OwnedFd, name: &CString) -> Result<Entry, String> {
+    fn create(&self, place: &Place, parent: &OwnedFd, name: &CString) -> Result<Entry, PlaceError> {
         let made = match fsroot::make_dir(parent, TEMPORARY, 0o700) {
             Err(Errno::EXIST) => {
                 // Left by an interrupted run: removed only if empty.
-                fsroot::remove_dir(parent, TEMPORARY).map_err(|errno| {
-                    format!(
-                        "{} is in the way of creating it ({}); remove it",
-                        TEMPORARY.to_string_lossy(),
-                        describe(errno)
-                    )
-                })?;
+                fsroot::remove_dir(parent, TEMPORARY).map_err(PlaceError::TemporaryInTheWay)?;
                 fsroot::make_dir(parent, TEMPORARY, 0o700)
             }
             other => other,
         };
-        let made = made.map_err(|errno| format!("cannot create: {}", describe(errno)))?;
-        let finish = || -> Result<(), String> {
-            let dir = fsroot::reopen_dir(made.fd()).map_err(|e| format!("cannot open: {e}"))?;
+        let made = made.map_err(PlaceError::Create)?;
+        let finish = || -> Result<(), PlaceError> {
+            let dir = fsroot::reopen_dir(made.fd()).map_err(PlaceError::Reopen)?;
             if let Some(owner) = place.owner {
                 rustix::fs::fchown(
                     &dir,
                     Some(Uid::from_raw(owner.uid)),
                     Some(Gid::from_raw(owner.gid)),
                 )
-                .map_err(|errno| format!("cannot set the owner: {}", describe(errno)))?;
+                .map_err(PlaceError::SetOwner)?;
             }
             let mode = place.mode.unwrap_or(DEFAULT_MODE);
-            rustix::fs::fchmod(&dir, Mode::from_raw_mode(mode))
-                .map_err(|errno| format!("cannot set the mode: {}", describe(errno)))?;
+            rustix::fs::fchmod(&dir, Mode::from_raw_mode(mode)).map_err(PlaceError::SetMode)?;
             if let Some(label) = &place.label {
-                write_label(Handle::Fd(dir.as_fd()), label)
-                    .map_err(|errno| format!("cannot set the label: {}", describe(errno)))?;
+                write_label(Handle::Fd(dir.as_fd()), label).map_err(PlaceError::SetLabel)?;
             }
             fsroot::rename_noreplace(parent, TEMPORARY, parent, name).map_err(|errno| match errno {
-                Errno::EXIST => "appeared while it was being created; left alone".to_owned(),
-                errno => format!("cannot rename into place: {}", describe(errno)),
+                Errno::EXIST => PlaceError::Appeared,
+                errno => PlaceError::Rename(errno),
             })
         };
         match finish() {
-            Ok(()) => Entry::open_at(parent, name).map_err(describe),
+            Ok(()) => Entry::open_at(parent, name).map_err(PlaceError::Made),
             Err(error) => {
                 let _ = fsroot::remove_dir(parent, TEMPORARY);
                 Err(error)
@@ -657,18 +697,18 @@ fn keepable_target(
     key: &str,
     parent: &OwnedFd,
     name: &CString,
-) -> Result<String, String> {
+) -> Result<String, PlaceError> {
     let raw = rustix::fs::readlinkat(parent, name.as_c_str(), Vec::new())
-        .map_err(|errno| format!("cannot read the symlink: {}", describe(errno)))?;
-    let shown = EscapedPath(raw.as_bytes());
-    let target = link_target(key, raw.as_bytes()).ok_or_else(|| {
-        format!("is a symlink to {shown}, which names no path semanifest can label; not kept (never followed)")
-    })?;
+        .map_err(PlaceError::ReadLink)?;
+    let shown = EscapedPath(raw.as_bytes()).to_string();
+    let Some(target) = link_target(key, raw.as_bytes()) else {
+        return Err(PlaceError::Unlabelled(shown));
+    };
     match layout.overlapping(&target) {
-        Some(rule) => Err(format!(
-            "is a symlink to {shown}, which overlaps the layout's `{}`; not kept (never followed)",
-            rule.path
-        )),
+        Some(rule) => Err(PlaceError::IntoTheLayout {
+            shown,
+            rule: rule.path.clone(),
+        }),
         None => Ok(target),
     }
 }
@@ -682,21 +722,20 @@ pub(crate) fn kept_symlink(
     layout: &Layout,
     root: &Root,
     key: &str,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, PlaceError> {
     let Some((parent_key, name)) = split_key(key) else {
         return Ok(None);
     };
     let name = c_name(name.as_bytes());
-    let parent = match root.open_dir_beneath(parent_key.as_bytes()) {
-        Ok(parent) => parent,
-        Err(error) => return Err(error.to_string()),
-    };
+    let parent = root
+        .open_dir_beneath(parent_key.as_bytes())
+        .map_err(PlaceError::Resolve)?;
     match Entry::open_at(&parent, &name) {
         Ok(entry) if entry.kind() == FileType::Symlink => {
             keepable_target(layout, key, &parent, &name).map(Some)
         }
         Ok(_) | Err(Errno::NOENT) => Ok(None),
-        Err(errno) => Err(format!("cannot open: {}", describe(errno))),
+        Err(errno) => Err(PlaceError::Open(errno)),
     }
 }
 

@@ -34,8 +34,10 @@ use std::ffi::CString;
 
 use serde::Serialize;
 
-pub use apply::{apply, apply_keeping, unknown_keep, ApplyMode, ApplyReport, KeptSymlink};
-pub use owners::{Accounts, Ids};
+pub use apply::{
+    apply, apply_keeping, unknown_keep, ApplyMode, ApplyReport, KeptSymlink, UnknownKeep,
+};
+pub use owners::{Accounts, Ids, OwnerError, OwnerProblem};
 pub use prune::{prune, PruneOptions, PruneReport, Selection};
 pub use remove::{remove, RemoveOptions, RemoveReport, Removed};
 
@@ -51,12 +53,18 @@ pub enum NodeError {
     Root(#[from] fsroot::Error),
     #[error("cannot read the owners: {0}")]
     Accounts(fsroot::Error),
-    #[error("{}", .0.join("\n"))]
-    Owners(Vec<String>),
+    #[error("{}", lines(.0))]
+    Owners(Vec<OwnerProblem>),
     #[error("{0}")]
     Selection(String),
     #[error("cannot start worker threads: {0}")]
     Threads(#[from] rayon::ThreadPoolBuildError),
+}
+
+/// One line per problem.
+fn lines(problems: &[OwnerProblem]) -> String {
+    let lines: Vec<String> = problems.iter().map(ToString::to_string).collect();
+    lines.join("\n")
 }
 
 /// A failure on one object; the run goes on with the others and exits 1.

@@ -50,27 +50,49 @@ impl Accounts {
     }
 
     /// The ids of `owner`; a name must be in `etc/passwd`.
-    pub(crate) fn resolve(&self, owner: &Owner) -> Result<Ids, String> {
+    pub(crate) fn resolve(&self, owner: &Owner) -> Result<Ids, OwnerError> {
         match owner {
             Owner::Ids { uid, gid } => check_ids(Ids {
                 uid: *uid,
                 gid: *gid,
             }),
-            Owner::Name(name) => self
-                .users
-                .get(name)
-                .copied()
-                .ok_or_else(|| format!("user `{name}` is not in {}", self.passwd)),
+            Owner::Name(name) => {
+                self.users
+                    .get(name)
+                    .copied()
+                    .ok_or_else(|| OwnerError::UnknownUser {
+                        name: name.clone(),
+                        passwd: self.passwd.clone(),
+                    })
+            }
         }
     }
 }
 
+/// Why a layout's owner has no ids.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OwnerError {
+    #[error("owner {0}: 4294967295 means \"unchanged\" to chown and cannot own a file")]
+    Unchanged(Ids),
+    #[error("user `{name}` is not in {passwd}")]
+    UnknownUser { name: String, passwd: String },
+    #[error("user `{0}`: no accounts read")]
+    NoAccounts(String),
+}
+
+/// A layout path whose owner has no ids, with the layout line naming it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("owner of {path} (layout line {line}): {error}")]
+pub struct OwnerProblem {
+    pub path: String,
+    pub line: u32,
+    pub error: OwnerError,
+}
+
 /// `(uid_t)-1` means "leave unchanged" to `chown`: never an owner.
-pub(crate) fn check_ids(ids: Ids) -> Result<Ids, String> {
+pub(crate) fn check_ids(ids: Ids) -> Result<Ids, OwnerError> {
     if ids.uid == u32::MAX || ids.gid == u32::MAX {
-        return Err(format!(
-            "owner {ids}: 4294967295 means \"unchanged\" to chown and cannot own a file"
-        ));
+        return Err(OwnerError::Unchanged(ids));
     }
     Ok(ids)
 }

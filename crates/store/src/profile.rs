@@ -75,6 +75,31 @@ pub(crate) const CONTAINER_SELINUX: Profile = Profile {
     container_module: "container",
 };
 
+/// Why no profile was picked for a store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum NoProfile {
+    /// Each profile, with the names the store lacks for it.
+    NoneFits(Vec<(ProfileName, Vec<String>)>),
+    SeveralFit,
+}
+
+impl std::fmt::Display for NoProfile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NoProfile::NoneFits(lacking) => {
+                for (i, (name, missing)) in lacking.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str("; ")?;
+                    }
+                    write!(f, "{} lacks {}", name.as_str(), missing.join(", "))?;
+                }
+                Ok(())
+            }
+            NoProfile::SeveralFit => f.write_str("several profiles fit; pass --profile"),
+        }
+    }
+}
+
 impl Profile {
     pub(crate) fn named(name: ProfileName) -> &'static Profile {
         match name {
@@ -104,8 +129,9 @@ impl Profile {
         missing
     }
 
-    /// The profile whose names the store has; `None` when none or both fit.
-    pub(crate) fn detect(facts: &Facts) -> Result<&'static Profile, String> {
+    /// The profile whose names the store has; an error when none or
+    /// several fit.
+    pub(crate) fn detect(facts: &Facts) -> Result<&'static Profile, NoProfile> {
         let fitting: Vec<&'static Profile> = ProfileName::ALL
             .iter()
             .map(|&name| Profile::named(name))
@@ -113,19 +139,13 @@ impl Profile {
             .collect();
         match fitting.as_slice() {
             [one] => Ok(one),
-            [] => Err(ProfileName::ALL
-                .iter()
-                .map(|&name| {
-                    let profile = Profile::named(name);
-                    format!(
-                        "{} lacks {}",
-                        name.as_str(),
-                        profile.missing(facts).join(", ")
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join("; ")),
-            _ => Err("several profiles fit; pass --profile".to_owned()),
+            [] => Err(NoProfile::NoneFits(
+                ProfileName::ALL
+                    .iter()
+                    .map(|&name| (name, Profile::named(name).missing(facts)))
+                    .collect(),
+            )),
+            _ => Err(NoProfile::SeveralFit),
         }
     }
 }

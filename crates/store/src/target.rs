@@ -762,7 +762,7 @@ fn line_for_cil(line: &filecons::Line) -> FileconLine {
     };
     FileconLine {
         regex: line.regex.clone(),
-        file_type: filecons::cil_file_type(line.file_type).to_owned(),
+        file_type: policy::file_contexts::cil_keyword(line.file_type).to_owned(),
         comment,
     }
 }

@@ -17,7 +17,7 @@ use serde_json::Value;
 use serde_saphyr::Spanned;
 
 use super::schema::{self, domain_key, SCHEMA_ID};
-use crate::model::{Access, Lifecycle};
+use crate::model::{AccessLevel, Lifecycle};
 
 /// A semanifest layout manifest: which directory of a node's /var belongs
 /// to whom, compiled into SELinux policy and file contexts.
@@ -366,7 +366,8 @@ impl JsonSchema for Levels {
     }
 
     fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        let level = serde_json::json!({ "type": "string", "enum": Access::LEVELS });
+        let names = AccessLevel::ALL.map(AccessLevel::name);
+        let level = serde_json::json!({ "type": "string", "enum": names });
         json_schema!({
             "description": "An access level, or a non-empty list of them ([read, exec]).",
             "anyOf": [level, { "type": "array", "items": level, "minItems": 1 }],

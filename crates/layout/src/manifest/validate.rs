@@ -14,7 +14,8 @@ use crate::diag::{Code, Diagnostic, Pos};
 use crate::model::capability::{self, Capability, CAPABILITIES};
 use crate::model::host::{self, BeyondLabels, HOST_CLASSES};
 use crate::model::{
-    is_within, Access, Domain, HostGrant, Layout, Lifecycle, Mount, NodeBoot, Owner, PathRule,
+    is_within, Access, AccessLevel, Domain, HostGrant, Layout, Lifecycle, Mount, NodeBoot, Owner,
+    PathRule,
     Propagation, RuntimeUnit,
 };
 
@@ -454,7 +455,7 @@ fn check_agent(key: &str, raw: &RawDomain, checker: &mut Checker<'_>) -> AgentFi
             };
             let mut admitted = true;
             for level in &levels.value.0 {
-                if Access::level(level).is_some() && !class.admits(level) {
+                if AccessLevel::from_name(level).is_some() && !class.admits(level) {
                     admitted = false;
                     checker
                         .error(
@@ -900,8 +901,8 @@ fn parse_levels(levels: &Spanned<super::raw::Levels>, checker: &mut Checker<'_>)
     }
     let mut ok = true;
     for level in &levels.value.0 {
-        match Access::level(level) {
-            Some(one) => access = access.union(one),
+        match AccessLevel::from_name(level) {
+            Some(one) => access = access.union(Access::only(one)),
             None => {
                 let other = level.as_str();
                 checker
