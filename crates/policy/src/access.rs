@@ -47,7 +47,10 @@ pub(crate) const LEVELS: [(AccessLevel, &[(&str, &str)]); 5] = [
 pub(crate) const HOST_SETS: [(&str, &[(&str, &str)]); 4] = [
     (
         "device_read",
-        &[("chr_file", "getattr open read ioctl lock map"), ("blk_file", "getattr open read ioctl lock map")],
+        &[
+            ("chr_file", "getattr open read ioctl lock map"),
+            ("blk_file", "getattr open read ioctl lock map"),
+        ],
     ),
     (
         "device_write",
@@ -59,7 +62,11 @@ pub(crate) const HOST_SETS: [(&str, &[(&str, &str)]); 4] = [
     ("connect", &[("sock_file", "getattr write")]),
     (
         "processes",
-        &[("dir", "getattr open read search"), ("file", "getattr open read ioctl lock"), ("lnk_file", "getattr read")],
+        &[
+            ("dir", "getattr open read search"),
+            ("file", "getattr open read ioctl lock"),
+            ("lnk_file", "getattr read"),
+        ],
     ),
 ];
 

@@ -15,8 +15,7 @@ use crate::model::capability::{self, Capability, CAPABILITIES};
 use crate::model::host::{self, BeyondLabels, HOST_CLASSES};
 use crate::model::{
     is_within, Access, AccessLevel, Domain, HostGrant, Layout, Lifecycle, Mount, NodeBoot, Owner,
-    PathRule,
-    Propagation, RuntimeUnit,
+    PathRule, Propagation, RuntimeUnit,
 };
 
 fn pos(value: &Spanned<String>) -> Pos {
