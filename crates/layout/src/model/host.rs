@@ -637,7 +637,7 @@ fn specificity(host: &HostPath) -> (usize, u8) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Access;
+    use crate::model::AccessLevel;
 
     /// Absolute, no empty, `.` or `..` component, no trailing `/`.
     fn normalised(path: &str) -> bool {
@@ -657,7 +657,11 @@ mod tests {
         for class in HOST_CLASSES {
             assert!(!class.levels.is_empty(), "{}", class.name);
             for level in class.levels {
-                assert!(Access::level(level).is_some(), "{}: {level}", class.name);
+                assert!(
+                    AccessLevel::from_name(level).is_some(),
+                    "{}: {level}",
+                    class.name
+                );
             }
             for host in class.paths {
                 assert!(normalised(host.path), "{}: {}", class.name, host.path);
