@@ -1,8 +1,8 @@
 //! Policy findings: compile base + layout + `--include` files with the real
 //! secilc (neverallow failures point at the manifest's `protected: true`), then
 //! read the binary policy back with setools to confirm that no chain of
-//! process transitions takes a workload domain into a domain that may touch a
-//! protected type. setools is independent of our own CIL generation, so it
+//! process transitions takes a workload or agent domain into a domain that
+//! may touch a protected type. setools is independent of our own CIL generation, so it
 //! also sees what `--include` files add.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -165,7 +165,8 @@ fn transitions(parsed: &Parsed, policy: &Path) -> Result<Vec<Finding>, PolicyChe
         }
     }
     let mut findings = Vec::new();
-    for (_, domain) in layout.workload_domains() {
+    for domain in layout.domains.iter().filter(|d| d.is_container()) {
+        let kind = if domain.workload { "workload" } else { "agent" };
         let mut seen = BTreeSet::from([domain.type_name.clone()]);
         let mut queue =
             VecDeque::from([(domain.type_name.clone(), vec![domain.type_name.clone()])]);
@@ -184,7 +185,7 @@ fn transitions(parsed: &Parsed, policy: &Path) -> Result<Vec<Finding>, PolicyChe
                         rule: &rules::POLICY_TRANSITION,
                         severity: rules::POLICY_TRANSITION.default_severity,
                         message: format!(
-                            "workload domain `{}` can transition ({}) into `{next}`, which may access protected {}",
+                            "{kind} domain `{}` can transition ({}) into `{next}`, which may access protected {}",
                             domain.type_name,
                             chain.join(" → "),
                             paths.into_iter().map(|p| format!("`{p}`")).collect::<Vec<_>>().join(", ")

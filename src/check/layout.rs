@@ -121,8 +121,12 @@ fn common_match(a: &FileCon, b: &FileCon) -> Option<String> {
 fn base_overlaps(parsed: &Parsed, layout: &Layout) -> Vec<Finding> {
     // `<<none>>` becomes a visible marker so "no label" and "no match" differ.
     let mut text = String::new();
+    // A declared path is a directory: specs for other kinds (the base's
+    // block devices under /dev) never label it.
     for spec in policy::base_filecons() {
-        if file_contexts::literal_stem(&spec.regex).len() <= 1 {
+        if file_contexts::literal_stem(&spec.regex).len() <= 1
+            || !matches!(spec.file_type, FileKind::Any | FileKind::Dir)
+        {
             continue;
         }
         let context = spec

@@ -32,8 +32,8 @@ rule!(
     "policy-transition",
     "PolicyTransition",
     Error,
-    "A workload domain can transition into a domain that may access a protected type.",
-    "A pod that can enter such a domain reaches the protected data with that domain's rights."
+    "A workload or agent domain can transition into a domain that may access a protected type.",
+    "A pod or node agent that can enter such a domain reaches the protected data with that domain's rights."
 );
 rule!(
     LABELS_DRIFT,

@@ -217,6 +217,7 @@ fn domains(o: &Side<'_>, n: &Side<'_>, out: &mut Vec<ManifestChange>) {
                         .pairs(either_side(&b.type_name)),
                     );
                 }
+                agent_changes(key, a, b, o, n, out);
                 if a.workload != b.workload {
                     let kind = if b.workload { Kind::Added } else { Kind::Removed };
                     out.push(
@@ -242,6 +243,162 @@ fn domains(o: &Side<'_>, n: &Side<'_>, out: &mut Vec<ManifestChange>) {
     }
 }
 
+/// What changes about a domain as an agent: the flag, MCS, host classes,
+/// capabilities and connections. Each may change any rule of the domain's
+/// type (the base's rules for agents and for MCS-separated domains too).
+fn agent_changes(
+    key: &str,
+    a: &Domain,
+    b: &Domain,
+    o: &Side<'_>,
+    n: &Side<'_>,
+    out: &mut Vec<ManifestChange>,
+) {
+    let mut push =
+        |kind: Kind, message: String, before: String, after: String, security: Option<String>| {
+            out.push(
+                change(Category::Domain, kind, message)
+                    .of_domain(key)
+                    .values(Some(before), Some(after))
+                    .security(security)
+                    .pairs([either_side(&a.type_name), either_side(&b.type_name)].concat()),
+            );
+        };
+    if a.agent != b.agent {
+        let kind = if b.agent { Kind::Added } else { Kind::Removed };
+        let verb = if b.agent { "becomes" } else { "is no longer" };
+        push(
+            kind,
+            format!("domain `{key}` {verb} an agent"),
+            format!("agent: {}", a.agent),
+            format!("agent: {}", b.agent),
+            None,
+        );
+    }
+    if a.mcs != b.mcs && !(a.workload && b.workload) {
+        let kind = if b.mcs { Kind::Added } else { Kind::Removed };
+        push(
+            kind,
+            format!(
+                "domain `{key}` {} MCS-separated",
+                if b.mcs { "becomes" } else { "is no longer" }
+            ),
+            format!("mcs: {}", a.mcs),
+            format!("mcs: {}", b.mcs),
+            (!b.mcs).then(|| format!("`{key}` may now reach every pod's files on its paths, whatever their categories")),
+        );
+    }
+    let host = |d: &Domain| -> BTreeMap<&'static str, Access> {
+        d.host.iter().map(|g| (g.class.name, g.access)).collect()
+    };
+    let (before, after) = (host(a), host(b));
+    for class in before.keys().chain(after.keys()).collect::<BTreeSet<_>>() {
+        let (was, now) = (before.get(class).copied(), after.get(class).copied());
+        if was == now {
+            continue;
+        }
+        let kind = match (was, now) {
+            (None, _) => Kind::Added,
+            (_, None) => Kind::Removed,
+            _ => Kind::Changed,
+        };
+        let security = b
+            .host_grant(class)
+            .filter(|g| {
+                g.class.beyond_labels.is_some()
+                    && now.is_some_and(|now| was.is_none_or(|was| now != was))
+            })
+            .map(|g| {
+                format!(
+                    "`{key}` is granted `{}`, which reaches past the file labels (docs/agents.md)",
+                    g.class.name
+                )
+            });
+        push(
+            kind,
+            format!(
+                "host class `{class}` of `{key}`: {} → {}",
+                levels(was),
+                levels(now)
+            ),
+            levels(was),
+            levels(now),
+            security,
+        );
+    }
+    let names =
+        |d: &Domain| -> BTreeSet<&'static str> { d.capabilities.iter().map(|c| c.name).collect() };
+    let (before, after) = (names(a), names(b));
+    if before != after {
+        let list = |set: &BTreeSet<&str>| {
+            if set.is_empty() {
+                "none".to_owned()
+            } else {
+                set.iter().copied().collect::<Vec<_>>().join(", ")
+            }
+        };
+        let added: Vec<&str> = after.difference(&before).copied().collect();
+        push(
+            Kind::Changed,
+            format!(
+                "capabilities of `{key}`: {} → {}",
+                list(&before),
+                list(&after)
+            ),
+            list(&before),
+            list(&after),
+            (!added.is_empty()).then(|| format!("`{key}` gains {}", added.join(", "))),
+        );
+    }
+    let servers = |side: &Side<'_>, d: &Domain| -> BTreeSet<String> {
+        d.connect
+            .iter()
+            .map(|&i| side.layout.domain(i).key.clone())
+            .collect()
+    };
+    let (before, after) = (servers(o, a), servers(n, b));
+    for server in after.difference(&before) {
+        out.push(
+            change(
+                Category::Domain,
+                Kind::Added,
+                format!("`{key}` may connect to `{server}`'s sockets"),
+            )
+            .of_domain(key)
+            .values(None, Some(server.clone()))
+            .pairs(
+                [
+                    either_side(&b.type_name),
+                    n.domain(server)
+                        .map(|d| either_side(&d.type_name))
+                        .unwrap_or_default(),
+                ]
+                .concat(),
+            ),
+        );
+    }
+    for server in before.difference(&after) {
+        out.push(
+            change(
+                Category::Domain,
+                Kind::Removed,
+                format!("`{key}` may no longer connect to `{server}`'s sockets"),
+            )
+            .of_domain(key)
+            .values(Some(server.clone()), None)
+            .pairs(
+                [
+                    either_side(&a.type_name),
+                    o.domain(server)
+                        .map(|d| either_side(&d.type_name))
+                        .unwrap_or_default(),
+                ]
+                .concat(),
+            ),
+        );
+    }
+}
+
 fn transitions(o: &Side<'_>, n: &Side<'_>, out: &mut Vec<ManifestChange>) {
     let edges = |side: &Side<'_>| -> BTreeSet<(String, String)> {
         side.layout
@@ -257,10 +414,11 @@ fn transitions(o: &Side<'_>, n: &Side<'_>, out: &mut Vec<ManifestChange>) {
     let (before, after) = (edges(o), edges(n));
     let type_of = |side: &Side<'_>, key: &str| side.domain(key).map(|d| d.type_name.clone());
     for (from, to) in after.difference(&before) {
-        let workload = n.domain(from).is_some_and(|d| d.workload);
-        let security = (workload || n.privileged(to)).then(|| {
-            if workload {
-                format!("workload domain `{from}` may now start processes in `{to}`")
+        let container = n.domain(from).filter(|d| d.is_container());
+        let security = (container.is_some() || n.privileged(to)).then(|| {
+            if let Some(d) = container {
+                let kind = if d.workload { "workload" } else { "agent" };
+                format!("{kind} domain `{from}` may now start processes in `{to}`")
             } else {
                 format!(
                     "`{from}` may now start processes in `{to}`, which may touch protected data"

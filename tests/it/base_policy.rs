@@ -3,9 +3,9 @@
 //! python3-selinux's audit2why) evaluates the MCS constraint.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
-use crate::support::{run_ok, secilc, tool, CompiledPolicy};
+use crate::support::{libsepol_verdict, run_ok, secilc, tool, CompiledPolicy};
 use policy::base::BASE_POLICY;
 
 /// A module shaped like the generated one: a protected file type granted to a
@@ -356,50 +356,16 @@ fn mcs_constraint_covers_every_file_class_for_workloads() {
                 .starts_with(&format!("mlsconstrain {class} {{"))
                 && line.contains("read")
                 && line.contains("write")
-                && line.contains("(t1 != semanifest_workload or ( h1 dom h2 ))")
+                && line.contains("t1 != semanifest_mcs")
+                && line.contains("t1 != semanifest_agent")
+                && line.contains("t2 != container_file_t")
+                && line.contains("or ( h1 dom h2 ))")
         });
         assert!(
             found,
             "no workload MCS constraint on {class}:\n{constraints}"
         );
     }
-}
-
-/// Asks libsepol (python3-selinux's audit2why) whether `source` may use
-/// `perm` on `target`; returns its verdict name.
-fn libsepol_verdict(
-    compiled: &CompiledPolicy,
-    source: &str,
-    target: &str,
-    class: &str,
-    perm: &str,
-) -> String {
-    // Debian's python3-selinux installs for the system interpreter only.
-    let python = std::path::Path::new("/usr/bin/python3");
-    assert!(
-        python.is_file(),
-        "/usr/bin/python3 missing: apt-get install python3-selinux"
-    );
-    let script = r#"
-import sys
-try:
-    import selinux.audit2why as a
-except ImportError:
-    sys.exit("python3-selinux is missing: apt-get install python3-selinux")
-policy, source, target, tclass, perm = sys.argv[1:]
-a.init(policy)
-rc, _ = a.analyze(source, target, tclass, [perm])
-names = {a.ALLOW: "allow", a.CONSTRAINT: "constraint", a.TERULE: "terule", a.BOOLEAN: "boolean", a.BADTCON: "badtcon", a.BADSCON: "badscon"}
-print(names.get(rc, rc))
-"#;
-    let policy = compiled.policy();
-    let mut command = Command::new(python);
-    command
-        .args(["-c", script])
-        .arg(&policy)
-        .args([source, target, class, perm])
-        .stdin(Stdio::null());
-    run_ok(&mut command).trim().to_owned()
 }
 
 #[test]
@@ -453,7 +419,7 @@ fn mcs_keeps_pods_apart_and_leaves_the_system_alone() {
     ];
     let mut wrong = Vec::new();
     for (source, target, class, perm, expected) in cases {
-        let verdict = libsepol_verdict(&compiled, source, target, class, perm);
+        let verdict = libsepol_verdict(&compiled.policy(), source, target, class, perm);
         if verdict != expected {
             wrong.push(format!(
                 "{source} -> {target} {class} {perm}: {verdict}, expected {expected}"
@@ -507,7 +473,7 @@ fn systemd_becomes_init_t_and_its_unit_checks_are_decided_by_the_policy() {
         };
         assert_eq!(
             libsepol_verdict(
-                &compiled,
+                &compiled.policy(),
                 &format!("system_u:system_r:{source}:s0"),
                 &format!("system_u:{role}:{target}:s0"),
                 class,
@@ -587,7 +553,7 @@ fn a_unit_starts_containerd_and_etcd_in_their_domains() {
         };
         assert_eq!(
             libsepol_verdict(
-                &compiled,
+                &compiled.policy(),
                 &format!("system_u:system_r:{source}:s0"),
                 &format!("system_u:{role}:{target}:s0"),
                 class,
@@ -609,12 +575,24 @@ fn a_tmpfs_mount_type_may_associate_with_itself_and_no_other_type_gains_it() {
     let var_run = "system_u:object_r:var_run_t:s0";
     let var_log = "system_u:object_r:var_log_t:s0";
     assert_eq!(
-        libsepol_verdict(&compiled, var_run, var_run, "filesystem", "associate"),
+        libsepol_verdict(
+            &compiled.policy(),
+            var_run,
+            var_run,
+            "filesystem",
+            "associate"
+        ),
         "allow"
     );
     // Control: a type that is not mounted as a tmpfs is no filesystem type.
     assert_eq!(
-        libsepol_verdict(&compiled, var_log, var_log, "filesystem", "associate"),
+        libsepol_verdict(
+            &compiled.policy(),
+            var_log,
+            var_log,
+            "filesystem",
+            "associate"
+        ),
         "terule"
     );
     assert_eq!(
@@ -756,7 +734,7 @@ fn cri_pods_daemons_and_the_oci_runtime_have_what_they_need() {
     ));
     let mut wrong = Vec::new();
     for (source, target, class, perm, expected) in &cases {
-        let verdict = libsepol_verdict(&compiled, source, target, class, perm);
+        let verdict = libsepol_verdict(&compiled.policy(), source, target, class, perm);
         if verdict != *expected {
             wrong.push(format!(
                 "{source} -> {target} {class} {perm}: {verdict}, expected {expected}"

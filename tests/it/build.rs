@@ -122,7 +122,10 @@ fn leaky_include_fails_and_names_the_protected_path() {
         "{text}"
     );
     assert!(
-        text.contains("<embedded default layout>:25:18: error[neverallow]"),
+        text.contains(&format!(
+            "<embedded default layout>:{}:18: error[neverallow]",
+            crate::support::etcd_protected_line()
+        )),
         "{text}"
     );
     assert!(
@@ -197,7 +200,7 @@ fn format_json_reports_each_broken_protection_as_a_neverallow_error() {
     let etcd = errors.iter().find(|e| e["type"] == "etcd_var_t").unwrap();
     assert_eq!(
         etcd["location"],
-        serde_json::json!({"file": "<embedded default layout>", "line": 25, "column": 18, "end_column": 22})
+        serde_json::json!({"file": "<embedded default layout>", "line": crate::support::etcd_protected_line(), "column": 18, "end_column": 22})
     );
     assert_eq!(
         etcd["granted_by"],
@@ -560,6 +563,57 @@ fn declared_directories_get_named_type_transitions() {
             &["containerd_t", "init_t"],
         ),
         (
+            "kubelet_var_t",
+            "plugins",
+            "kubelet_plugins_t",
+            &["init_t", "kubelet_t"],
+        ),
+        (
+            "kubelet_var_t",
+            "plugins_registry",
+            "kubelet_plugins_registry_t",
+            &["init_t", "kubelet_t"],
+        ),
+        (
+            "kubelet_var_t",
+            "device-plugins",
+            "kubelet_device_plugins_t",
+            &["init_t", "kubelet_t"],
+        ),
+        (
+            "kubelet_var_t",
+            "pod-resources",
+            "kubelet_pod_resources_t",
+            &["init_t", "kubelet_t"],
+        ),
+        // The container runtime's directories under /run (a host class's
+        // paths the layout does not declare), in the layout's /var/run and
+        // in a bare /run (the base policy's).
+        (
+            "var_run_t",
+            "containerd",
+            "runtime_run_t",
+            &["containerd_t", "init_t", "kubelet_t"],
+        ),
+        (
+            "var_run_t",
+            "crio",
+            "runtime_run_t",
+            &["containerd_t", "init_t", "kubelet_t"],
+        ),
+        (
+            "tmpfs_t",
+            "containerd",
+            "runtime_run_t",
+            &["containerd_t", "kubelet_t"],
+        ),
+        (
+            "tmpfs_t",
+            "crio",
+            "runtime_run_t",
+            &["containerd_t", "kubelet_t"],
+        ),
+        (
             "var_log_t",
             "audit",
             "audit_log_t",
@@ -597,7 +651,11 @@ fn declared_directories_get_named_type_transitions() {
             &["-s", "kubelet_t", "-t", "kubelet_var_t", "-c", "dir"]
         ),
         [
+            "type_transition kubelet_t kubelet_var_t:dir kubelet_device_plugins_t device-plugins;",
             "type_transition kubelet_t kubelet_var_t:dir kubelet_pki_t pki;",
+            "type_transition kubelet_t kubelet_var_t:dir kubelet_plugins_registry_t plugins_registry;",
+            "type_transition kubelet_t kubelet_var_t:dir kubelet_plugins_t plugins;",
+            "type_transition kubelet_t kubelet_var_t:dir kubelet_pod_resources_t pod-resources;",
             "type_transition kubelet_t kubelet_var_t:dir kubelet_pods_t pods;"
         ]
     );
@@ -656,7 +714,7 @@ fn conflicting_named_transitions_are_left_out() {
         "{cil}"
     );
     assert_eq!(
-        type_transitions(&out.join("policy.33"), &["-c", "dir"]),
+        type_transitions(&out.join("policy.33"), &["-t", "srv_t", "-c", "dir"]),
         ["type_transition app_t srv_t:dir c_cache_t cache;"]
     );
 }

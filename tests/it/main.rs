@@ -12,6 +12,7 @@
 // Tests report what they compare on the terminal.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod agent_policy;
 mod base_policy;
 mod build;
 mod check;
@@ -28,6 +29,7 @@ mod fcontext_load_errors;
 mod fcontext_random;
 mod fsroot;
 mod golden;
+mod host_classes;
 mod k8s_cli;
 mod k8s_corpus;
 mod k8s_fuzz;

@@ -217,7 +217,9 @@ fn base_policy_type_needs_declaration() {
 
 #[test]
 fn domain_type_cannot_label_files() {
-    let yaml = with_paths("    - path: /var/lib/etcd\n      type: etcd_t\n");
+    // etcd_t is also a base type (base-type): a domain type of the layout's own.
+    let yaml = with_paths("    - path: /var/lib/etcd\n      type: etcd_server_t\n")
+        .replace("etcd: { type: etcd_t }", "etcd: { type: etcd_server_t }");
     assert_error(&yaml, "type-is-domain", "11:13", "is a domain's type");
 }
 
@@ -672,4 +674,254 @@ fn mount_options() {
         let yaml = with_paths(&capacity_path("/var/a", &format!("      mount: {mount}\n")));
         assert_eq!(diagnose(&yaml), vec![], "{mount}");
     }
+}
+
+/// A layout with one agent domain `a` whose fields are `agent` (inline
+/// YAML mapping entries), granted read on /var/log, plus `paths` after.
+fn with_agent(agent: &str, paths: &str) -> String {
+    format!(
+        "apiVersion: semanifest.io/v1\nkind: Layout\nmetadata:\n  name: t\nspec:\n  domains:\n    etcd: {{ type: etcd_t }}\n    pods: {{ type: container_t, workload: true }}\n    a: {{ type: agent_a_t, agent: true{agent} }}\n  paths:\n    - path: /var/log\n      type: var_log_t\n      access: {{ a: read, etcd: read, pods: read }}\n{paths}"
+    )
+}
+
+const ETCD: &str = "    - path: /var/lib/etcd\n      type: etcd_var_t\n      access: { etcd: write }\n      protected: true\n";
+
+#[test]
+fn control_agents_with_every_field_have_no_diagnostics() {
+    let yaml = with_agent(
+        ", mcs: true, host: { sysfs: read, proc: read, cni-config: write, cni-bin: [read, exec], fuse: write, mount: write }, capabilities: [sys_admin, net_admin, chown], connect: [etcd]",
+        ETCD,
+    );
+    assert_eq!(diagnose(&yaml), vec![]);
+    let parsed = manifest::parse(Source::new("t.yaml", yaml), &policy::base_facts()).unwrap();
+    let agent = &parsed.layout.domains[2];
+    assert!(agent.agent && agent.mcs && !agent.workload);
+    let classes: Vec<&str> = agent.host.iter().map(|g| g.class.name).collect();
+    assert_eq!(
+        classes,
+        ["cni-bin", "cni-config", "fuse", "mount", "proc", "sysfs"]
+    );
+    assert!(agent.host_grant("cni-bin").unwrap().includes("exec"));
+    assert!(!agent.host_grant("cni-bin").unwrap().includes("write"));
+    // chown is in every confined process's default set: nothing to add.
+    let capabilities: Vec<&str> = agent.capabilities.iter().map(|c| c.name).collect();
+    assert_eq!(capabilities, ["net_admin", "sys_admin"]);
+    assert_eq!(agent.connect, [0]);
+    // Agents are not MCS-separated unless they ask; workloads always are.
+    let yaml = with_agent("", "");
+    let parsed = manifest::parse(Source::new("t.yaml", yaml), &policy::base_facts()).unwrap();
+    assert!(!parsed.layout.domains[2].mcs && parsed.layout.domains[1].mcs);
+}
+
+#[test]
+fn agent_never_trusted_nor_a_workload() {
+    let yaml = with_agent(", trusted: true", "");
+    assert_error(
+        &yaml,
+        "agent-trusted",
+        &position_of(&yaml, "true, trusted"),
+        "agent domain `a` cannot be trusted",
+    );
+    let yaml = with_agent(", workload: true", "");
+    assert_error(
+        &yaml,
+        "agent-workload",
+        &position_of(&yaml, "true, workload"),
+        "domain `a` is both a workload and an agent",
+    );
+}
+
+#[test]
+fn agent_never_granted_a_protected_path() {
+    let yaml = with_agent(
+        "",
+        "    - path: /var/lib/etcd\n      type: etcd_var_t\n      access: { etcd: write, a: read }\n      protected: true\n",
+    );
+    assert_error(
+        &yaml,
+        "protected-agent",
+        &position_of(&yaml, "protected: true").replace(":7", ":18"),
+        "protected path `/var/lib/etcd` grants access to agent domain `a`",
+    );
+}
+
+#[test]
+fn agent_never_reaches_a_protected_path_by_transition() {
+    let yaml = with_agent(", transitions: [etcd]", ETCD);
+    assert_error(
+        &yaml,
+        "agent-transition",
+        &position_of(&yaml, "a: { type"),
+        "agent domain `a` can reach `etcd`, which may access protected path `/var/lib/etcd`, through transitions a → etcd",
+    );
+}
+
+#[test]
+fn agent_fields_only_on_agents() {
+    let daemon = |fields: &str| {
+        format!(
+            "apiVersion: semanifest.io/v1\nkind: Layout\nmetadata:\n  name: t\nspec:\n  domains:\n    d: {{ type: d_t{fields} }}\n    pods: {{ type: container_t, workload: true }}\n  paths:\n    - path: /var/log\n      type: var_log_t\n      access: {{ d: read, pods: read }}\n"
+        )
+    };
+    let yaml = daemon(", host: { sysfs: read }");
+    assert_error(
+        &yaml,
+        "agent-field",
+        &position_of(&yaml, "{ sysfs"),
+        "`host` is for agent domains, and `d` is none",
+    );
+    let yaml = daemon(", capabilities: [sys_admin]");
+    assert_error(
+        &yaml,
+        "agent-field",
+        &position_of(&yaml, "sys_admin"),
+        "`capabilities` are for agent domains, and `d` is none",
+    );
+    let yaml = daemon(", mcs: true");
+    assert_error(
+        &yaml,
+        "agent-field",
+        &position_of(&yaml, "true"),
+        "`mcs` is for agent domains, and `d` is none",
+    );
+    let yaml = with_agent("", "").replace(
+        "pods: { type: container_t, workload: true }",
+        "pods: { type: container_t, workload: true, mcs: false }",
+    );
+    assert_error(
+        &yaml,
+        "agent-field",
+        &position_of(&yaml, "false"),
+        "`mcs` is for agent domains, and `pods` is none",
+    );
+    // Control: `connect` is for any domain (kubelet connects to a CSI plugin).
+    assert_eq!(diagnose(&daemon(", connect: [pods]")), vec![]);
+}
+
+#[test]
+fn host_classes_and_their_levels() {
+    let yaml = with_agent(", host: { sysfss: read }", "");
+    assert_error(
+        &yaml,
+        "host-class",
+        &position_of(&yaml, "sysfss"),
+        "unknown host class `sysfss`",
+    );
+    let yaml = with_agent(", host: { sysfs: write }", "");
+    assert_error(
+        &yaml,
+        "host-level",
+        &position_of(&yaml, "write }"),
+        "host class `sysfs` does not admit `write`",
+    );
+    let yaml = with_agent(", host: { container-runtime: [read] }", "");
+    assert_error(
+        &yaml,
+        "host-level",
+        &position_of(&yaml, "[read]"),
+        "host class `container-runtime` does not admit `read`",
+    );
+    let yaml = with_agent(", host: { proc: rw }", "");
+    assert_error(
+        &yaml,
+        "access-level",
+        &position_of(&yaml, "rw }"),
+        "unknown access level `rw`",
+    );
+}
+
+#[test]
+fn capabilities_known_and_not_refused() {
+    let yaml = with_agent(", capabilities: [sys_module]", "");
+    assert_error(
+        &yaml,
+        "capability",
+        &position_of(&yaml, "sys_module"),
+        "no agent may hold `sys_module`",
+    );
+    let yaml = with_agent(", capabilities: [SYS_ADMIN]", "");
+    assert_error(
+        &yaml,
+        "capability",
+        &position_of(&yaml, "SYS_ADMIN"),
+        "unknown capability `SYS_ADMIN`",
+    );
+    let help = match manifest::parse(Source::new("t.yaml", yaml), &policy::base_facts()) {
+        Err(report) => report.diagnostics[0].help.clone().unwrap_or_default(),
+        Ok(_) => panic!("refused"),
+    };
+    assert!(help.contains("write `sys_admin`"), "{help}");
+    for refused in [
+        "mac_admin",
+        "mac_override",
+        "sys_rawio",
+        "perfmon",
+        "audit_read",
+        "audit_control",
+        "sys_boot",
+    ] {
+        let yaml = with_agent(&format!(", capabilities: [{refused}]"), "");
+        let found = diagnose(&yaml);
+        assert_eq!(found.len(), 1, "{refused}: {found:#?}");
+        assert_eq!(found[0].1, "capability", "{refused}");
+    }
+}
+
+#[test]
+fn bpf_loaders_never_hold_sys_admin() {
+    let yaml = with_agent(
+        ", host: { bpf: write }, capabilities: [net_admin, sys_admin, bpf]",
+        "",
+    );
+    assert_error(
+        &yaml,
+        "agent-bpf-sys-admin",
+        &position_of(&yaml, "sys_admin"),
+        "agent `a` may load BPF programs and holds `sys_admin`",
+    );
+    // Controls: reading pinned maps with sys_admin, or loading without it.
+    for agent in [
+        ", host: { bpf: read }, capabilities: [sys_admin]",
+        ", host: { bpf: write }, capabilities: [net_admin, bpf]",
+    ] {
+        assert_eq!(diagnose(&with_agent(agent, "")), vec![], "{agent}");
+    }
+}
+
+#[test]
+fn grants_beyond_labels_are_warned() {
+    let found = diagnose(&with_agent(
+        ", host: { block-devices: write, container-runtime: write, cni-bin: write }",
+        "",
+    ));
+    let codes: Vec<(&str, &str)> = found
+        .iter()
+        .map(|d| (d.1, d.3.split(':').next().unwrap_or_default()))
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            ("agent-raw-disk", "agent `a` is granted `block-devices"),
+            ("agent-runtime", "agent `a` is granted `container-runtime"),
+            ("agent-runtime", "agent `a` is granted `cni-bin"),
+        ],
+        "{found:#?}"
+    );
+    assert!(found.iter().all(|d| d.0 == Severity::Warning));
+    // Control: running the plugins is not installing them.
+    assert_eq!(
+        diagnose(&with_agent(", host: { cni-bin: [read, exec] }", "")),
+        vec![]
+    );
+}
+
+#[test]
+fn connections_name_declared_domains() {
+    let yaml = with_agent(", connect: [kubelet]", "");
+    assert_error(
+        &yaml,
+        "unknown-domain",
+        &position_of(&yaml, "kubelet"),
+        "connection to unknown domain `kubelet`",
+    );
 }

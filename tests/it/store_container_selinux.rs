@@ -80,11 +80,19 @@ fn domains_map_to_the_container_selinux_names() {
     assert_eq!(mapped("kubelet"), ("kubelet_t".into(), "store".into()));
     assert_eq!(mapped("pods"), ("container_t".into(), "store".into()));
     assert_eq!(mapped("etcd"), ("etcd_t".into(), "declared".into()));
-    // container_engine_t is a container domain, so it is in the workload set;
-    // the unconfined runtime and spc_t are not.
+    // container_engine_t is a container domain, so it is in the workload set,
+    // as the layout's agents are; the unconfined runtime and spc_t are not.
     assert_eq!(
         report["workload_set"],
-        serde_json::json!(["container_engine_t", "container_t"])
+        serde_json::json!([
+            "cni_agent_t",
+            "container_engine_t",
+            "container_t",
+            "csi_node_t",
+            "device_plugin_t",
+            "log_reader_t",
+            "node_monitor_t"
+        ])
     );
 }
 

@@ -391,7 +391,17 @@ fn report_names_collisions_the_workload_set_and_who_else_reaches() {
     assert_eq!(report["profile"], "refpolicy");
     assert_eq!(report["verification"]["result"], "identical");
     assert_eq!(report["expand_check"], false);
-    assert_eq!(report["workload_set"], serde_json::json!(["container_t"]));
+    assert_eq!(
+        report["workload_set"],
+        serde_json::json!([
+            "cni_agent_t",
+            "container_t",
+            "csi_node_t",
+            "device_plugin_t",
+            "log_reader_t",
+            "node_monitor_t"
+        ])
+    );
     let domains = report["domains"].as_array().unwrap();
     let runtime = domains.iter().find(|d| d["key"] == "containerd").unwrap();
     assert_eq!(
@@ -480,9 +490,10 @@ fn leaky_include_fails_the_build_at_the_manifest_line() {
     let err = stderr(&output);
     assert_eq!(output.status.code(), Some(2), "{err}");
     assert!(
-        err.contains(
-            "<embedded default layout>:25:18: error[neverallow]: protected path `/var/lib/etcd`"
-        ),
+        err.contains(&format!(
+            "<embedded default layout>:{}:18: error[neverallow]: protected path `/var/lib/etcd`",
+            crate::support::etcd_protected_line()
+        )),
         "{err}"
     );
     assert!(err.contains("leaky.cil:1"), "{err}");
@@ -599,4 +610,31 @@ fn every_store_form_compiles_to_the_same_policy() {
     assert_eq!(policy(&from_root), policy(&from_store_dir));
     assert_eq!(policy(&from_root), policy(&from_cil));
     assert_eq!(from_root.profile.name, store::ProfileName::Refpolicy);
+}
+
+/// Agents are in the workload set the store's protections hold against:
+/// an included rule that lets one read etcd's data fails the build.
+#[test]
+fn an_agent_reaching_a_protected_path_fails_the_build() {
+    let root = refpolicy_store();
+    let dir = tempfile::tempdir().unwrap();
+    let leaky = dir.path().join("leaky.cil");
+    let build = |rule: &str| {
+        fs::write(&leaky, rule).unwrap();
+        run(semanifest()
+            .args(["build", "--target", "module", "--against"])
+            .arg(&root)
+            .arg("--out")
+            .arg(dir.path().join("out"))
+            .arg("--include")
+            .arg(&leaky))
+    };
+    let output = build("(allow log_reader_t etcd_var_t (file (read open getattr)))\n");
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert!(err.contains("protected path `/var/lib/etcd`"), "{err}");
+    assert!(err.contains("(allow log_reader_t etcd_var_t"), "{err}");
+    // Control: the same rule on a path nobody protects builds.
+    let output = build("(allow log_reader_t var_mnt_t (file (read open getattr)))\n");
+    assert!(output.status.success(), "{}", stderr(&output));
 }

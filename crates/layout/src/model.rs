@@ -5,13 +5,21 @@
 //! - every path is absolute, normalised, ASCII without whitespace or `"`,
 //!   and unique; paths are sorted so that a parent comes before its children;
 //! - every type and domain name is a valid CIL identifier ending in `_t`;
-//! - every domain index in `PathRule::access` and `Domain::transitions` is in
-//!   bounds; no workload domain is trusted or granted a protected path;
+//! - every domain index in `PathRule::access`, `Domain::transitions` and
+//!   `Domain::connect` is in bounds; no workload or agent domain is trusted
+//!   or granted a protected path;
+//! - only agents hold host classes and capabilities beyond the default,
+//!   each admitted by its table (`host`, `capability`);
 //! - paths sharing a type agree on access, protection and lifecycle.
+
+pub mod capability;
+pub mod host;
 
 use std::collections::BTreeMap;
 
 use crate::diag::Pos;
+use capability::Capability;
+use host::HostClass;
 
 /// The SELinux user, role and level every generated file context carries.
 pub(crate) const FILE_CONTEXT_PREFIX: &str = "system_u:object_r:";
@@ -108,13 +116,58 @@ pub struct Domain {
     pub type_name: String,
     /// MCS-separated hostPath pods: never trusted, never granted protected paths.
     pub workload: bool,
+    /// A node agent (CSI, CNI, log reader, monitor, device plugin): a pod
+    /// the runtime starts in this domain, confined to its grants, never
+    /// trusted, never granted a protected path.
+    pub agent: bool,
+    /// Its processes are kept apart by MCS categories: every workload, and
+    /// agents that ask. An agent without is still held to its own
+    /// categories on container content (images, other pods' root
+    /// filesystems).
+    pub mcs: bool,
     /// May touch everything (relabel, backup): excluded from every neverallow.
     pub trusted: bool,
     /// Already declared by the base policy, so the module must not declare it.
     pub in_base: bool,
     /// Domains this one may start (process transition), by index.
     pub transitions: Vec<usize>,
+    /// Domains whose unix stream sockets this one may connect to, by index.
+    pub connect: Vec<usize>,
+    /// Host classes granted (agents only), in class order.
+    pub host: Vec<HostGrant>,
+    /// Capabilities beyond the default set (agents only), in the kernel's
+    /// order, none refused.
+    pub capabilities: Vec<&'static Capability>,
     pub pos: Pos,
+}
+
+impl Domain {
+    /// A domain the container runtime starts: a workload or an agent.
+    pub fn is_container(&self) -> bool {
+        self.workload || self.agent
+    }
+
+    /// The grant of the host class named `name`, if any.
+    pub fn host_grant(&self, name: &str) -> Option<&HostGrant> {
+        self.host.iter().find(|grant| grant.class.name == name)
+    }
+}
+
+/// A host class granted to an agent at a level it admits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HostGrant {
+    pub class: &'static HostClass,
+    pub access: Access,
+    /// Position of the class's key in the manifest.
+    pub pos: Pos,
+}
+
+impl HostGrant {
+    /// Whether the grant includes the level of that manifest name.
+    pub fn includes(&self, level: &str) -> bool {
+        AccessLevel::from_name(level)
+            .is_some_and(|wanted| self.access.union(Access::only(wanted)) == self.access)
+    }
 }
 
 /// One path of the layout and the rule for its subtree.
@@ -492,6 +545,19 @@ impl Layout {
 
     pub fn workload_domains(&self) -> impl Iterator<Item = (usize, &Domain)> {
         self.domains.iter().enumerate().filter(|(_, d)| d.workload)
+    }
+
+    pub fn agent_domains(&self) -> impl Iterator<Item = (usize, &Domain)> {
+        self.domains.iter().enumerate().filter(|(_, d)| d.agent)
+    }
+
+    /// The domain whose process type is `type_name` (what a container's
+    /// `seLinuxOptions.type` names), with its index.
+    pub fn domain_of_type(&self, type_name: &str) -> Option<(usize, &Domain)> {
+        self.domains
+            .iter()
+            .enumerate()
+            .find(|(_, d)| d.type_name == type_name)
     }
 }
 

@@ -44,6 +44,36 @@ pub(crate) const LEVELS: [(AccessLevel, &[(&str, &str)]); 5] = [
     (AccessLevel::Exec, &[("dir", "getattr search"), ("file", "getattr open read map execute execute_no_trans ioctl")]),
 ];
 
+/// The permission sets agents' host classes grant beyond the access levels
+/// (docs/agents.md), by the name the generated module gives them after its
+/// prefix: device nodes used, never created; connecting to a socket; other
+/// processes' `/proc/PID` entries.
+pub(crate) const HOST_SETS: [(&str, &[(&str, &str)]); 4] = [
+    (
+        "device_read",
+        &[
+            ("chr_file", "getattr open read ioctl lock map"),
+            ("blk_file", "getattr open read ioctl lock map"),
+        ],
+    ),
+    (
+        "device_write",
+        &[
+            ("chr_file", "getattr open read write append ioctl lock map"),
+            ("blk_file", "getattr open read write append ioctl lock map"),
+        ],
+    ),
+    ("connect", &[("sock_file", "getattr write")]),
+    (
+        "processes",
+        &[
+            ("dir", "getattr open read search"),
+            ("file", "getattr open read ioctl lock"),
+            ("lnk_file", "getattr read"),
+        ],
+    ),
+];
+
 /// One level as a template prints it: `(classpermission NAME)` and one
 /// `classpermissionset` per class.
 #[derive(Debug, Serialize)]
@@ -68,17 +98,30 @@ pub(crate) fn standalone_name(level: AccessLevel) -> String {
 pub(crate) fn standalone_levels() -> Vec<Level> {
     LEVELS
         .iter()
-        .map(|&(level, sets)| Level {
-            name: standalone_name(level),
-            sets: sets
-                .iter()
-                .map(|&(class, perms)| ClassPerms {
-                    class: class.to_owned(),
-                    perms: perms.split_whitespace().map(str::to_owned).collect(),
-                })
-                .collect(),
-        })
+        .map(|&(level, sets)| standalone_level(standalone_name(level), sets))
         .collect()
+}
+
+/// The host classes' permission sets, as the standalone module defines
+/// them.
+pub(crate) fn standalone_host_sets() -> Vec<Level> {
+    HOST_SETS
+        .iter()
+        .map(|&(name, sets)| standalone_level(format!("semanifest_{name}"), sets))
+        .collect()
+}
+
+fn standalone_level(name: String, sets: &[(&str, &str)]) -> Level {
+    Level {
+        name,
+        sets: sets
+            .iter()
+            .map(|&(class, perms)| ClassPerms {
+                class: class.to_owned(),
+                perms: perms.split_whitespace().map(str::to_owned).collect(),
+            })
+            .collect(),
+    }
 }
 
 #[cfg(test)]

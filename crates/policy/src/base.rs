@@ -24,6 +24,7 @@ pub const BASE_POLICY: &[(&str, &str)] = &[
         "30-domains.cil",
         include_str!("../../../policy/30-domains.cil"),
     ),
+    ("35-host.cil", include_str!("../../../policy/35-host.cil")),
     (
         "40-oci-runtime.cil",
         include_str!("../../../policy/40-oci-runtime.cil"),

@@ -53,6 +53,7 @@ fn environment() -> Environment<'static> {
 pub(crate) fn render_module(plan: &ModulePlan) -> Result<String, Error> {
     let context = minijinja::context! {
         levels => Serde(super::access::standalone_levels()),
+        host_sets => Serde(super::access::standalone_host_sets()),
         ..Serde(plan)
     };
     render_template("module.cil", &context)

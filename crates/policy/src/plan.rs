@@ -7,7 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use layout::model::{ancestors, Access, Layout, PathRule};
+use layout::model::host::{Grant, HostClass, ObjectKind, Scope};
+use layout::model::{ancestors, Access, Domain, Layout, PathRule};
 
 /// The whole module, ready for the template.
 #[derive(Debug, Serialize)]
@@ -32,9 +33,62 @@ pub struct DomainPlan {
     /// Declared by this module (false: the base policy has it).
     pub declare: bool,
     pub workload: bool,
+    pub agent: bool,
+    /// An agent the layout asks to keep apart by MCS categories (workloads
+    /// are, by the base policy).
+    pub mcs_agent: bool,
     pub trusted: bool,
     /// Types of the domains this one may start.
     pub transitions: Vec<String>,
+    /// What the domain holds beyond the layout's paths: capabilities, host
+    /// classes, connections; one commented group each.
+    pub grants: Vec<GrantGroup>,
+}
+
+/// Rules that say one thing about a domain, under one comment.
+#[derive(Debug, Serialize, Clone, PartialEq, Eq)]
+pub struct GrantGroup {
+    pub comment: String,
+    pub allows: Vec<DomainAllow>,
+}
+
+/// An allow rule of a domain's own grants.
+#[derive(Debug, Serialize, Clone, PartialEq, Eq)]
+pub struct DomainAllow {
+    pub source: String,
+    pub target: String,
+    pub permissions: Permissions,
+}
+
+/// The permissions of a [`DomainAllow`]: a named classpermission of the
+/// module, or one class and its permissions.
+#[derive(Debug, Serialize, Clone, PartialEq, Eq)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Permissions {
+    Named { name: String },
+    Class { class: String, perms: Vec<String> },
+}
+
+impl Permissions {
+    fn class(class: &str, perms: &str) -> Permissions {
+        Permissions::Class {
+            class: class.to_owned(),
+            perms: perms.split_whitespace().map(str::to_owned).collect(),
+        }
+    }
+}
+
+/// How a target names things for [`domain_grants`]: which grants a host
+/// class makes there, and what the module calls a permission set.
+pub struct GrantNames<'a> {
+    /// The grants of a class on this target.
+    pub grants: &'a dyn Fn(&HostClass) -> &'static [Grant],
+    /// The module's classpermission of a set (`read` → `semanifest_read`).
+    pub set: &'a dyn Fn(&str) -> String,
+    /// A type of the layout or the base, as the target calls it.
+    pub domain_type: &'a dyn Fn(&str) -> String,
+    /// The target's attribute of every process type (`/proc/PID` entries).
+    pub every_domain: &'a str,
 }
 
 #[derive(Debug, Serialize)]
@@ -95,6 +149,9 @@ pub struct Traversal {
 pub struct NameTransition {
     pub parent_type: String,
     pub name: String,
+    /// The object class: `dir` for declared paths, `file` for a host
+    /// class's lock file.
+    pub class: String,
     pub domain: String,
     pub type_name: String,
     /// The declared paths it serves, for the comment.
@@ -144,20 +201,30 @@ pub fn subtree_regex(path: &str) -> String {
 }
 
 pub fn plan(layout: &Layout, source: &str, description: Option<&str>) -> ModulePlan {
+    let standalone = GrantNames {
+        grants: &|class| class.standalone,
+        set: &|name| format!("semanifest_{name}"),
+        domain_type: &str::to_owned,
+        every_domain: "domain",
+    };
     let domains = layout
         .domains
         .iter()
-        .map(|d| DomainPlan {
+        .enumerate()
+        .map(|(index, d)| DomainPlan {
             key: d.key.clone(),
             type_name: d.type_name.clone(),
             declare: !d.in_base,
             workload: d.workload,
+            agent: d.agent,
+            mcs_agent: d.agent && d.mcs,
             trusted: d.trusted,
             transitions: d
                 .transitions
                 .iter()
                 .map(|&i| layout.domain(i).type_name.clone())
                 .collect(),
+            grants: domain_grants(layout, index, &standalone),
         })
         .collect();
 
@@ -294,6 +361,7 @@ fn name_transitions(
                 transitions.push(NameTransition {
                     parent_type: parent_type.to_owned(),
                     name: name.to_owned(),
+                    class: "dir".to_owned(),
                     domain: domain.type_name.clone(),
                     type_name: type_name.to_owned(),
                     paths: paths.iter().map(|p| (*p).to_owned()).collect(),
@@ -301,9 +369,63 @@ fn name_transitions(
             }
         }
     }
+    transitions.extend(host_name_transitions(layout, direct));
     transitions.sort();
     transitions.dedup();
     (transitions, conflicts)
+}
+
+/// The host classes' paths that lie directly in a declared path (the
+/// runtime's directories and the iptables lock in `/var/run`) get their
+/// base type from the name they are created under, by the domains that
+/// may create entries there: `/run` is a tmpfs nobody relabels once the
+/// runtime has started. A host path the layout declares itself is the
+/// layout's.
+fn host_name_transitions(
+    layout: &Layout,
+    direct: &BTreeMap<(usize, &str), Access>,
+) -> Vec<NameTransition> {
+    let mut transitions = Vec::new();
+    for class in layout::model::host::HOST_CLASSES {
+        let label = class.standalone.iter().find_map(|grant| match grant {
+            Grant::Files(t) => Some(*t),
+            Grant::Socket { socket, .. } => Some(*socket),
+            _ => None,
+        });
+        let Some(label) = label else { continue };
+        for host in class.paths {
+            let object = match (host.scope, host.kind) {
+                (Scope::Subtree, _) => "dir",
+                (Scope::Exact, ObjectKind::File) => "file",
+                _ => continue,
+            };
+            let Some((parent, name)) = host.path.rsplit_once('/') else {
+                continue;
+            };
+            let Some(parent_rule) = layout.paths.iter().find(|rule| rule.path == parent) else {
+                continue;
+            };
+            if layout.paths.iter().any(|rule| rule.path == host.path) {
+                continue;
+            }
+            for (index, domain) in layout.domains.iter().enumerate() {
+                let writes = direct
+                    .get(&(index, parent_rule.type_name.as_str()))
+                    .is_some_and(|access| access.write);
+                if writes || domain.trusted {
+                    transitions.push(NameTransition {
+                        parent_type: parent_rule.type_name.clone(),
+                        name: name.to_owned(),
+                        class: object.to_owned(),
+                        domain: domain.type_name.clone(),
+                        type_name: label.to_owned(),
+                        paths: vec![host.path.to_owned()],
+                    });
+                }
+            }
+        }
+    }
+    transitions
 }
 
 /// For every grant, `search` on the type of each unprotected ancestor
@@ -345,6 +467,163 @@ fn traversals(layout: &Layout, direct: &BTreeMap<(usize, &str), Access>) -> Vec<
             towards: towards.into_iter().collect(),
         })
         .collect()
+}
+
+/// What a domain holds beyond the layout's paths, in a target's names: its
+/// capabilities, each host class it is granted (per the class's grants on
+/// the target, at the granted level), and the sockets it connects to.
+pub fn domain_grants(layout: &Layout, index: usize, names: &GrantNames<'_>) -> Vec<GrantGroup> {
+    let domain = layout.domain(index);
+    let me = (names.domain_type)(&domain.type_name);
+    let allow = |target: &str, permissions: Permissions| DomainAllow {
+        source: me.clone(),
+        target: target.to_owned(),
+        permissions,
+    };
+    let named = |set: &str| Permissions::Named {
+        name: (names.set)(set),
+    };
+    let mut groups = Vec::new();
+    if !domain.capabilities.is_empty() {
+        groups.push(capability_group(domain, &me));
+    }
+    for grant in &domain.host {
+        let class = grant.class;
+        let mut allows = Vec::new();
+        for item in (names.grants)(class) {
+            match *item {
+                Grant::Files(target) => {
+                    for level in grant.access.names() {
+                        allows.push(allow(target, named(level)));
+                    }
+                }
+                Grant::Device(target, _) => {
+                    let set = if grant.includes("write") {
+                        "device_write"
+                    } else {
+                        "device_read"
+                    };
+                    allows.push(allow(target, named(set)));
+                }
+                Grant::Socket { socket, server } => {
+                    allows.push(allow(socket, named("search")));
+                    allows.push(allow(socket, named("connect")));
+                    allows.push(allow(
+                        server,
+                        Permissions::class("unix_stream_socket", "connectto"),
+                    ));
+                }
+                Grant::Processes => allows.push(allow(names.every_domain, named("processes"))),
+                Grant::OnSelf { class, perms, from } => {
+                    if grant.includes(from) {
+                        allows.push(allow("self", Permissions::class(class, perms)));
+                    }
+                }
+                Grant::Mount(target) => allows.push(allow(
+                    target,
+                    Permissions::class("filesystem", "mount remount unmount getattr relabelfrom"),
+                )),
+                Grant::MountContext(target) => allows.push(allow(
+                    target,
+                    Permissions::class("filesystem", "relabelto unmount getattr"),
+                )),
+                Grant::System { target, perms } => {
+                    allows.push(allow(target, Permissions::class("system", perms)));
+                }
+            }
+        }
+        groups.push(GrantGroup {
+            comment: format!(
+                "host class {} ({}): {}",
+                class.name,
+                grant.access.names().join("+"),
+                class.summary
+            ),
+            allows,
+        });
+    }
+    if !domain.connect.is_empty() {
+        groups.push(connect_group(layout, index, &me, names));
+    }
+    groups
+}
+
+fn capability_group(domain: &Domain, me: &str) -> GrantGroup {
+    let mut allows = Vec::new();
+    let mut by_class: BTreeMap<_, Vec<&str>> = BTreeMap::new();
+    for capability in &domain.capabilities {
+        by_class
+            .entry(capability.class)
+            .or_default()
+            .push(capability.name);
+    }
+    for (class, capabilities) in &by_class {
+        for class_name in [class.class(), class.userns_class()] {
+            allows.push(DomainAllow {
+                source: me.to_owned(),
+                target: "self".to_owned(),
+                permissions: Permissions::class(class_name, &capabilities.join(" ")),
+            });
+        }
+    }
+    let names: Vec<&str> = domain.capabilities.iter().map(|c| c.name).collect();
+    GrantGroup {
+        comment: format!(
+            "capabilities beyond a container's default set: {}",
+            names.join(", ")
+        ),
+        allows,
+    }
+}
+
+/// `connectto` on each server domain, and `connect` (write on socket
+/// files) on the types of the paths where a server may make its sockets
+/// (it writes there) and the client may only read: a socket is reached
+/// through the paths granted.
+fn connect_group(layout: &Layout, index: usize, me: &str, names: &GrantNames<'_>) -> GrantGroup {
+    let domain = layout.domain(index);
+    let mut allows: Vec<DomainAllow> = domain
+        .connect
+        .iter()
+        .map(|&server| DomainAllow {
+            source: me.to_owned(),
+            target: (names.domain_type)(&layout.domain(server).type_name),
+            permissions: Permissions::class("unix_stream_socket", "connectto"),
+        })
+        .collect();
+    let mut socket_types: BTreeSet<&str> = BTreeSet::new();
+    for rule in &layout.paths {
+        let reads = rule
+            .access
+            .get(&index)
+            .is_some_and(|access| access.read && !access.write);
+        let served = domain
+            .connect
+            .iter()
+            .any(|server| rule.access.get(server).is_some_and(|access| access.write));
+        if reads && served {
+            socket_types.insert(&rule.type_name);
+        }
+    }
+    allows.extend(socket_types.into_iter().map(|target| DomainAllow {
+        source: me.to_owned(),
+        target: target.to_owned(),
+        permissions: Permissions::Named {
+            name: (names.set)("connect"),
+        },
+    }));
+    let servers: Vec<&str> = domain
+        .connect
+        .iter()
+        .map(|&i| layout.domain(i).key.as_str())
+        .collect();
+    GrantGroup {
+        comment: format!(
+            "connects to the unix sockets {} serves on the paths both may use",
+            servers.join(", ")
+        ),
+        allows,
+    }
 }
 
 /// One line that says what a path is: type, grants and flags.

@@ -381,8 +381,9 @@ pub fn build(
         .collect();
 
     // The workload set: container domains that are not privileged, the
-    // layout's workloads, and everything any of them can transition to
-    // (through the store's rules or the layout's).
+    // layout's workloads and agents (the runtime starts both; neither may
+    // touch a protected path), and everything any of them can transition
+    // to (through the store's rules or the layout's).
     let mut starts: BTreeSet<String> = facts
         .attributes
         .get(profile.workload_attribute)
@@ -397,8 +398,10 @@ pub fn build(
         starts.remove(privileged);
     }
     let layout_workloads: BTreeSet<String> = layout
-        .workload_domains()
-        .map(|(_, d)| domain_types[&d.type_name].clone())
+        .domains
+        .iter()
+        .filter(|d| d.is_container())
+        .map(|d| domain_types[&d.type_name].clone())
         .collect();
     starts.extend(layout_workloads.iter().cloned());
     let mut closure_facts = facts.clone();

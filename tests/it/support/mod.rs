@@ -4,7 +4,7 @@
 //! (all of them are listed in `.ci/packages`), never a silent skip.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 
 pub mod fc_oracle;
 pub mod path_gen;
@@ -139,4 +139,61 @@ pub fn secilc_files(dir: &Path, inputs: &[&Path]) -> Output {
         .arg(dir.join("file_contexts"))
         .args(inputs);
     output_of(&mut command)
+}
+
+/// Asks libsepol (python3-selinux's audit2why) whether `source` may use
+/// `perm` on `target`; returns its verdict name.
+pub fn libsepol_verdict(
+    policy: &Path,
+    source: &str,
+    target: &str,
+    class: &str,
+    perm: &str,
+) -> String {
+    // Debian's python3-selinux installs for the system interpreter only.
+    let python = Path::new("/usr/bin/python3");
+    assert!(
+        python.is_file(),
+        "/usr/bin/python3 missing: apt-get install python3-selinux"
+    );
+    let script = r#"
+import sys
+try:
+    import selinux.audit2why as a
+except ImportError:
+    sys.exit("python3-selinux is missing: apt-get install python3-selinux")
+policy, source, target, tclass, perm = sys.argv[1:]
+a.init(policy)
+rc, _ = a.analyze(source, target, tclass, [perm])
+names = {a.ALLOW: "allow", a.CONSTRAINT: "constraint", a.TERULE: "terule", a.BOOLEAN: "boolean", a.BADTCON: "badtcon", a.BADSCON: "badscon"}
+print(names.get(rc, rc))
+"#;
+    let mut command = Command::new(python);
+    command
+        .args(["-c", script])
+        .arg(policy)
+        .args([source, target, class, perm])
+        .stdin(Stdio::null());
+    run_ok(&mut command).trim().to_owned()
+}
+
+/// The 1-based line of the first `line` after the line holding `after` in
+/// the default layout (diagnostics point there; the layout keeps growing).
+pub fn default_layout_line(after: &str, line: &str) -> usize {
+    let lines: Vec<&str> = layout::manifest::DEFAULT_LAYOUT.lines().collect();
+    let start = lines
+        .iter()
+        .position(|l| l.contains(after))
+        .unwrap_or_else(|| panic!("`{after}` not in the default layout"));
+    1 + start
+        + lines[start..]
+            .iter()
+            .position(|l| l.trim() == line)
+            .unwrap_or_else(|| panic!("`{line}` not after `{after}` in the default layout"))
+}
+
+/// The line of the etcd directory's `protected: true` in the default
+/// layout, where a broken protection of etcd is reported.
+pub fn etcd_protected_line() -> usize {
+    default_layout_line("- path: /var/lib/etcd", "protected: true")
 }

@@ -53,8 +53,22 @@ code!(
     LAYOUT_PROTECTION
 );
 
+code!(PROTECTED_AGENT, "protected-agent", LAYOUT_PROTECTION);
+
 code!(WORKLOAD_TRUSTED, "workload-trusted", LAYOUT_WORKLOAD);
 code!(WORKLOAD_TRANSITION, "workload-transition", LAYOUT_WORKLOAD);
+
+code!(AGENT_TRUSTED, "agent-trusted", LAYOUT_AGENT);
+code!(AGENT_WORKLOAD, "agent-workload", LAYOUT_AGENT);
+code!(AGENT_FIELD, "agent-field", LAYOUT_AGENT);
+code!(AGENT_TRANSITION, "agent-transition", LAYOUT_AGENT);
+code!(HOST_CLASS, "host-class", LAYOUT_AGENT);
+code!(HOST_LEVEL, "host-level", LAYOUT_AGENT);
+code!(CAPABILITY, "capability", LAYOUT_AGENT);
+code!(AGENT_BPF_SYS_ADMIN, "agent-bpf-sys-admin", LAYOUT_AGENT);
+
+code!(AGENT_RAW_DISK, "agent-raw-disk", LAYOUT_AGENT_BEYOND_LABELS);
+code!(AGENT_RUNTIME, "agent-runtime", LAYOUT_AGENT_BEYOND_LABELS);
 
 code!(DOMAIN_UNUSED, "domain-unused", LAYOUT_UNUSED);
 
@@ -66,7 +80,7 @@ code!(NODE_EXEC, "node-exec", LAYOUT_NODE);
 code!(KUBENS_EXEC, "kubens-exec", LAYOUT_NODE);
 
 /// Every code, for documentation and tests.
-pub static CODES: [&crate::diag::Code; 40] = [
+pub static CODES: [&crate::diag::Code; 51] = [
     &YAML,
     &TOO_LARGE,
     &API_VERSION,
@@ -99,8 +113,19 @@ pub static CODES: [&crate::diag::Code; 40] = [
     &PROTECTED_HOSTPATH,
     &PROTECTED_REMOVABLE,
     &PROTECTED_UNDER_HOSTPATH,
+    &PROTECTED_AGENT,
     &WORKLOAD_TRUSTED,
     &WORKLOAD_TRANSITION,
+    &AGENT_TRUSTED,
+    &AGENT_WORKLOAD,
+    &AGENT_FIELD,
+    &AGENT_TRANSITION,
+    &HOST_CLASS,
+    &HOST_LEVEL,
+    &CAPABILITY,
+    &AGENT_BPF_SYS_ADMIN,
+    &AGENT_RAW_DISK,
+    &AGENT_RUNTIME,
     &DOMAIN_UNUSED,
     &TMPFS_PERSISTENT,
     &NODE_UNIT,

@@ -116,6 +116,19 @@ pub(crate) struct RawDomain {
     #[serde(default)]
     #[schemars(schema_with = "schema::flag")]
     pub workload: Option<Spanned<bool>>,
+    /// A node agent (CSI node plugin, CNI agent, log reader, monitor,
+    /// device plugin): a pod the container runtime starts in this domain
+    /// (`seLinuxOptions.type`), confined to what the layout grants it:
+    /// never trusted, never granted a protected path.
+    #[serde(default)]
+    #[schemars(schema_with = "schema::flag")]
+    pub agent: Option<Spanned<bool>>,
+    /// Keep the agent's containers apart by MCS categories, as pods are
+    /// (agents only; default false: an agent reads and writes across pods,
+    /// and is held to its own categories on container images alone).
+    #[serde(default)]
+    #[schemars(schema_with = "schema::flag")]
+    pub mcs: Option<Spanned<bool>>,
     /// May touch everything (relabel, backup): left out of every neverallow.
     #[serde(default)]
     #[schemars(schema_with = "schema::flag")]
@@ -124,6 +137,25 @@ pub(crate) struct RawDomain {
     #[serde(default)]
     #[schemars(schema_with = "schema::domain_keys")]
     pub transitions: Vec<Spanned<String>>,
+    /// Domains whose unix stream sockets this one may connect to, by key
+    /// (kubelet to a CSI plugin's socket, a device plugin to kubelet's);
+    /// the socket files themselves are reached through the paths granted.
+    #[serde(default)]
+    #[schemars(schema_with = "schema::domain_keys")]
+    pub connect: Vec<Spanned<String>>,
+    /// Host paths outside the layout, by class (agents only): kernel
+    /// filesystems, devices, the runtime's socket, CNI files, kernel
+    /// modules, mounts; each class admits the levels its documentation
+    /// lists (`sysfs: read`, `block-devices: write`).
+    #[serde(default)]
+    #[schemars(schema_with = "host")]
+    pub host: Option<Spanned<Entries<Spanned<Levels>>>>,
+    /// Linux capabilities beyond the default set of a container (agents
+    /// only), by their SELinux names (`sys_admin`, `net_admin`); those that
+    /// would step around the policy are refused.
+    #[serde(default)]
+    #[schemars(schema_with = "schema::capabilities")]
+    pub capabilities: Vec<Spanned<String>>,
 }
 
 /// One path and the rule for its subtree.
@@ -347,6 +379,15 @@ fn domains(generator: &mut SchemaGenerator) -> Schema {
 
 fn capacity(generator: &mut SchemaGenerator) -> Schema {
     generator.subschema_for::<RawCapacity>()
+}
+
+fn host(generator: &mut SchemaGenerator) -> Schema {
+    let levels = generator.subschema_for::<Levels>();
+    json_schema!({
+        "type": "object",
+        "propertyNames": schema::host_class(),
+        "additionalProperties": levels,
+    })
 }
 
 fn access(generator: &mut SchemaGenerator) -> Schema {

@@ -26,7 +26,7 @@ rule!(LAYOUT_VALUE, "layout-value", "LayoutValue", Error,
     "A field has a value outside its allowed set (access level, domain, mode, owner, lifecycle, propagation).",
     "A value the compiler does not understand would otherwise be dropped and grant less, or more, than written.");
 rule!(LAYOUT_PROTECTION, "layout-protection", "LayoutProtection", Error,
-    "A protected path is granted to a workload, is a hostPath root, is removable, or lies below a hostPath root.",
+    "A protected path is granted to a workload or an agent, is a hostPath root, is removable, or lies below a hostPath root.",
     "Protected data must be unreachable by hostPath pods and never deleted by `rm`; anything else defeats the neverallow.");
 rule!(
     LAYOUT_WORKLOAD,
@@ -54,8 +54,15 @@ rule!(LAYOUT_CAPACITY, "layout-capacity", "LayoutCapacity", Error,
     "Two capacities share a project ID, or a tmpfs has a capacity.",
     "A project ID is what the filesystem counts objects by: two paths under one ID share one limit, and a tmpfs holds no project quotas semanifest sets.");
 
+rule!(LAYOUT_AGENT, "layout-agent", "LayoutAgent", Error,
+    "An agent domain is trusted or a workload, reaches a privileged domain through transitions, or is granted a host class, level or capability the vocabulary does not admit; or a domain that is no agent holds agent grants.",
+    "Agents run third-party code with host access: what they may reach is the closed vocabulary of host classes and capabilities the policy labels and documents, and never protected data.");
+rule!(LAYOUT_AGENT_BEYOND_LABELS, "layout-agent-beyond-labels", "LayoutAgentBeyondLabels", Warning,
+    "An agent is granted something file labels cannot confine: raw block devices, the container runtime's API, or code the runtime runs.",
+    "A disk holds every file of its filesystems whatever their labels, and the runtime starts containers and runs CNI plugins in its own domain: such a grant reaches what the disk or the runtime reaches, so it should be a reviewed choice.");
+
 /// Every rule of a layout manifest, for documentation and SARIF.
-pub static RULES: [&Rule; 11] = [
+pub static RULES: [&Rule; 13] = [
     &LAYOUT_YAML,
     &LAYOUT_HEADER,
     &LAYOUT_PATH,
@@ -63,6 +70,8 @@ pub static RULES: [&Rule; 11] = [
     &LAYOUT_VALUE,
     &LAYOUT_PROTECTION,
     &LAYOUT_WORKLOAD,
+    &LAYOUT_AGENT,
+    &LAYOUT_AGENT_BEYOND_LABELS,
     &LAYOUT_UNUSED,
     &LAYOUT_TMPFS,
     &LAYOUT_NODE,

@@ -14,6 +14,8 @@
 use schemars::{json_schema, Schema, SchemaGenerator};
 use serde_json::Value;
 
+use crate::model::capability::CAPABILITIES;
+use crate::model::host::HOST_CLASSES;
 use crate::model::{Capacity, Lifecycle, MountFlag, Propagation};
 
 /// The `apiVersion` this semanifest reads.
@@ -157,4 +159,21 @@ pub(super) fn mount_options(_: &mut SchemaGenerator) -> Schema {
         "items": { "type": "string", "enum": names },
         "uniqueItems": true,
     })
+}
+
+/// A host class name (`spec.domains.*.host`); which levels each admits is
+/// `validate`'s to say.
+pub(super) fn host_class() -> Value {
+    let names: Vec<&str> = HOST_CLASSES.iter().map(|class| class.name).collect();
+    serde_json::json!({ "type": "string", "enum": names })
+}
+
+/// The capabilities an agent may be granted (refused ones are left out).
+pub(super) fn capabilities(_: &mut SchemaGenerator) -> Schema {
+    let names: Vec<&str> = CAPABILITIES
+        .iter()
+        .filter(|c| c.refused.is_none())
+        .map(|c| c.name)
+        .collect();
+    json_schema!({ "type": "array", "items": { "type": "string", "enum": names } })
 }

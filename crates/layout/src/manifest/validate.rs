@@ -11,9 +11,11 @@ use super::raw::{RawCapacity, RawDomain, RawLayout, RawNode, RawPath};
 use super::schema::{self, API_VERSION, KIND};
 use super::BaseFacts;
 use crate::diag::{Code, Diagnostic, Pos};
+use crate::model::capability::{self, Capability, CAPABILITIES};
+use crate::model::host::{self, BeyondLabels, HOST_CLASSES};
 use crate::model::{
-    is_within, Access, AccessLevel, Capacity, Domain, Layout, Lifecycle, Mount, MountFlag,
-    NodeBoot, Owner, PathRule, Propagation, RuntimeUnit, Size,
+    is_within, Access, AccessLevel, Capacity, Domain, HostGrant, Layout, Lifecycle, Mount,
+    MountFlag, NodeBoot, Owner, PathRule, Propagation, RuntimeUnit, Size,
 };
 
 fn pos(value: &Spanned<String>) -> Pos {
@@ -322,13 +324,28 @@ fn check_domains(
                 );
             }
         }
+        for target in &raw.connect {
+            if !keys.contains(target.value.as_str()) {
+                checker.error(
+                    &codes::UNKNOWN_DOMAIN,
+                    pos(target),
+                    format!("connection to unknown domain `{}`", target.value),
+                );
+            }
+        }
+        let agent = check_agent(&key.value, raw, checker);
         domains.push(Domain {
             key: key.value.clone(),
             type_name: type_name.value.clone(),
             workload,
+            agent: agent.is_agent,
+            mcs: workload || agent.mcs,
             trusted,
             in_base: checker.base.types.contains(&type_name.value),
             transitions: Vec::new(),
+            connect: Vec::new(),
+            host: agent.host,
+            capabilities: agent.capabilities,
             pos: pos(key),
         });
     }
@@ -339,6 +356,11 @@ fn check_domains(
         .map(|(i, (k, _))| (k.value.as_str(), i))
         .collect();
     for (i, (_, raw)) in entries.iter().enumerate() {
+        domains[i].connect = raw
+            .connect
+            .iter()
+            .filter_map(|t| index.get(t.value.as_str()).copied())
+            .collect();
         domains[i].transitions = raw
             .transitions
             .iter()
@@ -346,6 +368,215 @@ fn check_domains(
             .collect();
     }
     domains
+}
+
+/// What the agent fields of one domain say, once checked.
+struct AgentFields {
+    is_agent: bool,
+    mcs: bool,
+    host: Vec<HostGrant>,
+    capabilities: Vec<&'static Capability>,
+}
+
+/// `agent`, `mcs`, `host` and `capabilities` of one domain: only an agent
+/// holds the last three, never as a workload or trusted, and only what the
+/// vocabulary admits.
+fn check_agent(key: &str, raw: &RawDomain, checker: &mut Checker<'_>) -> AgentFields {
+    let is_agent = flag(&raw.agent);
+    let agent_pos = raw.agent.as_ref().map(|a| pos_of(a, 4));
+    if let Some(at) = agent_pos.filter(|_| is_agent) {
+        if flag(&raw.workload) {
+            checker
+                .error(
+                    &codes::AGENT_WORKLOAD,
+                    at,
+                    format!("domain `{key}` is both a workload and an agent"),
+                )
+                .help("a workload is a pod with hostPath volumes, MCS-separated and granted no host classes; an agent is a node DaemonSet with its own grants: pick one");
+        }
+        if flag(&raw.trusted) {
+            checker
+                .error(
+                    &codes::AGENT_TRUSTED,
+                    at,
+                    format!("agent domain `{key}` cannot be trusted"),
+                )
+                .help("agents run third-party DaemonSets; grant the paths and host classes it needs instead");
+        }
+    }
+    let mut fields = AgentFields {
+        is_agent,
+        mcs: false,
+        host: Vec::new(),
+        capabilities: Vec::new(),
+    };
+    if let Some(mcs) = &raw.mcs {
+        if is_agent {
+            fields.mcs = mcs.value;
+        } else {
+            let why = if flag(&raw.workload) {
+                "workloads are always MCS-separated"
+            } else {
+                "the runtime gives categories only to the containers it starts"
+            };
+            checker
+                .error(
+                    &codes::AGENT_FIELD,
+                    pos_of(mcs, 4),
+                    format!("`mcs` is for agent domains, and `{key}` is none"),
+                )
+                .help(format!("{why}; remove `mcs`, or add `agent: true`"));
+        }
+    }
+    if let Some(host) = &raw.host {
+        if !is_agent {
+            checker
+                .error(
+                    &codes::AGENT_FIELD,
+                    pos_of(host, 0),
+                    format!("`host` is for agent domains, and `{key}` is none"),
+                )
+                .help("add `agent: true` if the runtime starts this domain for a node DaemonSet");
+        }
+        for (name, levels) in &host.value.0 {
+            let Some(class) = host::class(&name.value) else {
+                let known: Vec<&str> = HOST_CLASSES.iter().map(|c| c.name).collect();
+                checker
+                    .error(
+                        &codes::HOST_CLASS,
+                        pos(name),
+                        format!("unknown host class `{}`", name.value),
+                    )
+                    .help(format!(
+                        "host classes: {} (docs/agents.md says what each covers)",
+                        known.join(", ")
+                    ));
+                continue;
+            };
+            let mut admitted = true;
+            for level in &levels.value.0 {
+                if AccessLevel::from_name(level).is_some() && !class.admits(level) {
+                    admitted = false;
+                    checker
+                        .error(
+                            &codes::HOST_LEVEL,
+                            Pos {
+                                width: level.chars().count() as u32,
+                                ..Pos::of(&levels.referenced, 0)
+                            },
+                            format!("host class `{}` does not admit `{level}`", class.name),
+                        )
+                        .help(format!(
+                            "`{}` admits {}: {}",
+                            class.name,
+                            class.levels.join(", "),
+                            class.summary
+                        ));
+                }
+            }
+            if let Some(access) = parse_levels(levels, checker).filter(|_| admitted) {
+                fields.host.push(HostGrant {
+                    class,
+                    access,
+                    pos: pos(name),
+                });
+            }
+        }
+        fields.host.sort_by_key(|grant| grant.class.name);
+    }
+    if let Some(first) = raw.capabilities.first().filter(|_| !is_agent) {
+        checker
+            .error(
+                &codes::AGENT_FIELD,
+                pos(first),
+                format!("`capabilities` are for agent domains, and `{key}` is none"),
+            )
+            .help("add `agent: true` if the runtime starts this domain for a node DaemonSet");
+    }
+    let mut sys_admin = None;
+    for name in &raw.capabilities {
+        match capability::capability(&name.value) {
+            Some(Capability {
+                refused: Some(why), ..
+            }) => {
+                checker
+                    .error(
+                        &codes::CAPABILITY,
+                        pos(name),
+                        format!("no agent may hold `{}`", name.value),
+                    )
+                    .help(format!(
+                        "{why}; such a DaemonSet stays privileged by design"
+                    ));
+            }
+            Some(found) => {
+                if found.name == "sys_admin" {
+                    sys_admin = Some(pos(name));
+                }
+                if !found.default && !fields.capabilities.contains(&found) {
+                    fields.capabilities.push(found);
+                }
+            }
+            None => {
+                let help = match capability::from_kubernetes(&name.value) {
+                    Some(known) => format!("write `{}` (SELinux names capabilities in lowercase, without CAP_)", known.name),
+                    None => "capabilities are Linux's, by their SELinux names: sys_admin, net_admin, dac_read_search, …".to_owned(),
+                };
+                checker
+                    .error(
+                        &codes::CAPABILITY,
+                        pos(name),
+                        format!("unknown capability `{}`", name.value),
+                    )
+                    .help(help);
+            }
+        }
+    }
+    let order = |c: &&Capability| CAPABILITIES.iter().position(|known| known == *c);
+    fields.capabilities.sort_by_key(order);
+
+    let loads_bpf = fields
+        .host
+        .iter()
+        .any(|grant| grant.class.name == "bpf" && grant.includes("write"));
+    if let Some(at) = sys_admin.filter(|_| loads_bpf) {
+        checker
+            .error(
+                &codes::AGENT_BPF_SYS_ADMIN,
+                at,
+                format!("agent `{key}` may load BPF programs and holds `sys_admin`"),
+            )
+            .help("with sys_admin the kernel lets a BPF loader load tracing programs, which read kernel memory past every label; an eBPF dataplane needs `bpf` and `net_admin`, not `sys_admin`");
+    }
+    for grant in &fields.host {
+        let why = match grant.class.beyond_labels {
+            Some(BeyondLabels::RawDisk) => Some((
+                &codes::AGENT_RAW_DISK,
+                "a disk holds every file of its filesystems whatever their labels, protected paths included: only for a CSI driver you trust with the node's disks",
+            )),
+            Some(BeyondLabels::RuntimeApi) => Some((
+                &codes::AGENT_RUNTIME,
+                "the runtime starts containers on request, in any domain it may start and with any host path mounted: the agent holds the runtime's authority",
+            )),
+            Some(BeyondLabels::RuntimeCode { from }) if grant.includes(from) => Some((
+                &codes::AGENT_RUNTIME,
+                "the runtime executes what the agent writes here in its own domain: the agent holds the runtime's authority",
+            )),
+            _ => None,
+        };
+        if let Some((code, why)) = why {
+            checker.warning(
+                code,
+                grant.pos,
+                format!(
+                    "agent `{key}` is granted `{}: {}`: {why}",
+                    grant.class.name,
+                    grant.access.names().join("+")
+                ),
+            );
+        }
+    }
+    fields
 }
 
 fn check_path(
@@ -936,6 +1167,15 @@ fn check_protection(paths: &[PathRule], domains: &[Domain], checker: &mut Checke
                     )
                     .help("hostPath pods must never reach protected data; remove the grant or the protection");
             }
+            if domain.agent {
+                checker
+                    .error(
+                        &codes::PROTECTED_AGENT,
+                        at,
+                        format!("protected path `{}` grants access to agent domain `{}`", rule.path, domain.key),
+                    )
+                    .help("agents run third-party DaemonSets and must never reach protected data; declare the part they need as its own path (e.g. /var/lib/kubelet/plugins), or remove the grant");
+            }
         }
         if rule.host_path {
             checker
@@ -974,8 +1214,8 @@ fn check_protection(paths: &[PathRule], domains: &[Domain], checker: &mut Checke
     }
 }
 
-/// A workload must not reach, through any chain of transitions, a domain that
-/// may access a protected path or is trusted.
+/// A workload or an agent must not reach, through any chain of transitions,
+/// a domain that may access a protected path or is trusted.
 fn check_transitions(paths: &[PathRule], domains: &[Domain], checker: &mut Checker<'_>) {
     let privileged = |index: usize| -> Option<String> {
         let domain = &domains[index];
@@ -987,7 +1227,12 @@ fn check_transitions(paths: &[PathRule], domains: &[Domain], checker: &mut Check
             .find(|r| r.protected && r.access.contains_key(&index))
             .map(|r| format!("may access protected path `{}`", r.path))
     };
-    for (start, domain) in domains.iter().enumerate().filter(|(_, d)| d.workload) {
+    for (start, domain) in domains.iter().enumerate().filter(|(_, d)| d.is_container()) {
+        let (code, kind) = if domain.workload {
+            (&codes::WORKLOAD_TRANSITION, "workload")
+        } else {
+            (&codes::AGENT_TRANSITION, "agent")
+        };
         let mut seen = vec![false; domains.len()];
         let mut stack = vec![(start, vec![start])];
         while let Some((current, chain)) = stack.pop() {
@@ -1002,16 +1247,16 @@ fn check_transitions(paths: &[PathRule], domains: &[Domain], checker: &mut Check
                     let names: Vec<&str> = chain.iter().map(|&i| domains[i].key.as_str()).collect();
                     checker
                         .error(
-                            &codes::WORKLOAD_TRANSITION,
+                            code,
                             domain.pos,
                             format!(
-                                "workload domain `{}` can reach `{}`, which {why}, through transitions {}",
+                                "{kind} domain `{}` can reach `{}`, which {why}, through transitions {}",
                                 domain.key,
                                 domains[next].key,
                                 names.join(" → ")
                             ),
                         )
-                        .help("workloads must never enter a domain that can touch protected data");
+                        .help(format!("{kind}s must never enter a domain that can touch protected data"));
                 }
                 stack.push((next, chain));
             }
@@ -1022,8 +1267,13 @@ fn check_transitions(paths: &[PathRule], domains: &[Domain], checker: &mut Check
 fn check_unused_domains(paths: &[PathRule], domains: &[Domain], checker: &mut Checker<'_>) {
     for (index, domain) in domains.iter().enumerate() {
         let used = domain.trusted
+            || !domain.host.is_empty()
+            || !domain.capabilities.is_empty()
+            || !domain.connect.is_empty()
             || paths.iter().any(|r| r.access.contains_key(&index))
-            || domains.iter().any(|d| d.transitions.contains(&index));
+            || domains
+                .iter()
+                .any(|d| d.transitions.contains(&index) || d.connect.contains(&index));
         if !used {
             checker.warning(
                 &codes::DOMAIN_UNUSED,
