@@ -8,14 +8,20 @@
 //! secilc whatever its `expand-check` says, and every claim about labels is
 //! proven by looking keys up in the predicted `file_contexts`.
 
+pub mod carry;
 pub mod compile;
+pub mod conditions;
+pub mod domains;
 pub mod facts;
 pub mod filecons;
+pub mod grade;
 pub mod module_report;
 pub mod open;
 pub mod profile;
+pub mod proof;
 pub mod reach;
 pub mod target;
+pub mod workload_set;
 
 use std::path::{Path, PathBuf};
 
@@ -50,6 +56,9 @@ pub enum StoreError {
     Profile(String),
     #[error("{0}")]
     FileContexts(String),
+    /// A compilation run beside the build failed to run.
+    #[error("{0}")]
+    Background(String),
 }
 
 impl StoreError {
