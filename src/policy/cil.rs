@@ -12,6 +12,7 @@ use super::plan::ModulePlan;
 
 const MODULE_TEMPLATE: &str = include_str!("../../templates/module.cil.j2");
 const STORE_MODULE_TEMPLATE: &str = include_str!("../../templates/store-module.cil.j2");
+const COMMON_TEMPLATE: &str = include_str!("../../templates/cil-common.j2");
 
 fn environment() -> Environment<'static> {
     let mut env = Environment::new();
@@ -42,6 +43,8 @@ fn environment() -> Environment<'static> {
     env.add_filter("comment", |text: String| -> Value {
         Value::from_safe_string(comment_lines(&text))
     });
+    env.add_template("cil-common.j2", COMMON_TEMPLATE)
+        .expect("the shared macros parse");
     env.add_template("module.cil", MODULE_TEMPLATE)
         .expect("the module template parses");
     env.add_template("store-module.cil", STORE_MODULE_TEMPLATE)

@@ -9,6 +9,83 @@ use serde::Serialize;
 
 use crate::model::{ancestors, Access, Layout, PathRule};
 
+/// The access levels, per class: what a grant of each level allows. The
+/// standalone module and the store module both define them from here, as
+/// `semanifest_LEVEL` and `MODULE_LEVEL`.
+pub const ACCESS_LEVELS: &[(&str, &[(&str, &str)])] = &[
+    ("search", &[("dir", "getattr search open"), ("lnk_file", "getattr read")]),
+    (
+        "read",
+        &[
+            ("dir", "getattr search open read ioctl lock watch"),
+            ("file", "getattr open read ioctl lock map watch"),
+            ("lnk_file", "getattr read"),
+            ("fifo_file", "getattr open read ioctl lock"),
+            ("sock_file", "getattr"),
+        ],
+    ),
+    (
+        "append",
+        &[("dir", "getattr search open"), ("file", "getattr open append ioctl lock"), ("lnk_file", "getattr read")],
+    ),
+    (
+        "write",
+        &[
+            ("dir", "getattr search open read write add_name remove_name create rmdir setattr rename reparent ioctl lock watch mounton"),
+            ("file", "getattr open read write append create unlink link rename setattr ioctl lock map watch"),
+            ("lnk_file", "getattr read create unlink link rename setattr"),
+            ("fifo_file", "getattr open read write append create unlink link rename setattr ioctl lock"),
+            ("sock_file", "getattr open read write append create unlink link rename setattr"),
+        ],
+    ),
+    ("exec", &[("dir", "getattr search"), ("file", "getattr open read map execute execute_no_trans ioctl")]),
+];
+
+/// One access level as a `classpermission` and its sets.
+#[derive(Debug, Serialize)]
+pub struct LevelPlan {
+    pub name: String,
+    pub sets: Vec<ClassPerms>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ClassPerms {
+    pub class: String,
+    pub perms: Vec<String>,
+}
+
+/// The access levels named `PREFIX_LEVEL`; with `classes` (a store's),
+/// only the permissions its classes have, and no set left empty.
+pub fn levels(
+    prefix: &str,
+    classes: Option<&BTreeMap<String, BTreeSet<String>>>,
+) -> Vec<LevelPlan> {
+    ACCESS_LEVELS
+        .iter()
+        .map(|(level, sets)| LevelPlan {
+            name: format!("{prefix}_{level}"),
+            sets: sets
+                .iter()
+                .filter_map(|(class, perms)| {
+                    let known = match classes {
+                        Some(classes) => Some(classes.get(*class)?),
+                        None => None,
+                    };
+                    let perms: Vec<String> = perms
+                        .split_whitespace()
+                        .filter(|p| known.is_none_or(|k| k.contains(*p)))
+                        .map(str::to_owned)
+                        .collect();
+                    (!perms.is_empty()).then(|| ClassPerms {
+                        class: (*class).to_owned(),
+                        perms,
+                    })
+                })
+                .collect(),
+        })
+        .collect()
+}
+
 /// The whole module, ready for the template.
 #[derive(Debug, Serialize)]
 pub struct ModulePlan {
@@ -16,6 +93,8 @@ pub struct ModulePlan {
     pub layout_name: String,
     pub source: String,
     pub description: Option<String>,
+    /// The access levels (`semanifest_LEVEL`).
+    pub levels: Vec<LevelPlan>,
     pub domains: Vec<DomainPlan>,
     pub paths: Vec<PathPlan>,
     pub traversals: Vec<Traversal>,
@@ -229,6 +308,7 @@ pub fn plan(layout: &Layout, source: &str, description: Option<&str>) -> ModuleP
 
     let (name_transitions, name_conflicts) = name_transitions(layout, &direct);
     ModulePlan {
+        levels: levels("semanifest", None),
         module: layout.module.clone(),
         layout_name: layout.name.clone(),
         source: source.to_owned(),

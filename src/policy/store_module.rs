@@ -80,38 +80,6 @@ pub struct FileconLine {
     pub comment: String,
 }
 
-/// The access levels, per class, as the standalone target's template
-/// defines them (a test keeps the two equal). Permissions a store's class
-/// lacks are dropped.
-pub const LEVELS: &[(&str, &[(&str, &str)])] = &[
-    ("search", &[("dir", "getattr search open"), ("lnk_file", "getattr read")]),
-    (
-        "read",
-        &[
-            ("dir", "getattr search open read ioctl lock watch"),
-            ("file", "getattr open read ioctl lock map watch"),
-            ("lnk_file", "getattr read"),
-            ("fifo_file", "getattr open read ioctl lock"),
-            ("sock_file", "getattr"),
-        ],
-    ),
-    (
-        "append",
-        &[("dir", "getattr search open"), ("file", "getattr open append ioctl lock"), ("lnk_file", "getattr read")],
-    ),
-    (
-        "write",
-        &[
-            ("dir", "getattr search open read write add_name remove_name create rmdir setattr rename reparent ioctl lock watch mounton"),
-            ("file", "getattr open read write append create unlink link rename setattr ioctl lock map watch"),
-            ("lnk_file", "getattr read create unlink link rename setattr"),
-            ("fifo_file", "getattr open read write append create unlink link rename setattr ioctl lock"),
-            ("sock_file", "getattr open read write append create unlink link rename setattr"),
-        ],
-    ),
-    ("exec", &[("dir", "getattr search"), ("file", "getattr open read map execute execute_no_trans ioctl")]),
-];
-
 /// The file classes a protection covers.
 pub const PROTECTED_CLASSES: [&str; 7] = [
     "dir",
@@ -126,11 +94,11 @@ pub const PROTECTED_CLASSES: [&str; 7] = [
 /// What a protection is about: data. A protected type is held to every
 /// permission on every file class except traversing directories (`dir
 /// getattr open search`), which distribution policies grant container
-/// domains on every file type by design, and `map`, which maps nothing
-/// without `read`, `write` or `execute` and which Fedora grants every
-/// domain on every file type under a boolean (`domain_can_mmap_files`).
-/// Per class, the exceptions the store's class has (a permission a class
-/// lacks cannot be named).
+/// domains on every file type by design, and `map` and `execmod`, which
+/// map nothing without `read`, `write` or `execute` (Fedora grants every
+/// domain `map` on every file type under a boolean,
+/// `domain_can_mmap_files`). Per class, the exceptions the store's class
+/// has (a permission a class lacks cannot be named).
 pub fn protection_exceptions(
     classes: &BTreeMap<String, BTreeSet<String>>,
 ) -> BTreeMap<String, Vec<String>> {
@@ -139,9 +107,9 @@ pub fn protection_exceptions(
         .map(|&class| {
             let known = classes.get(class);
             let wanted: &[&str] = if class == "dir" {
-                &["getattr", "open", "search", "map"]
+                &["getattr", "open", "search", "map", "execmod"]
             } else {
-                &["map"]
+                &["map", "execmod"]
             };
             let except = wanted
                 .iter()
@@ -160,28 +128,16 @@ struct Plan {
     source: String,
     description: Option<String>,
     profile: String,
-    levels: Vec<Level>,
+    levels: Vec<plan::LevelPlan>,
     protected_permissions: String,
     /// Per file class, the permissions a protection leaves out.
-    protected_sets: Vec<ClassPerms>,
+    protected_sets: Vec<plan::ClassPerms>,
     workload_attribute: String,
     domains: Vec<DomainBlock>,
     workload: Vec<Block>,
     workload_members: Vec<String>,
     paths: Vec<PathBlock>,
     traversals: Vec<Block>,
-}
-
-#[derive(Debug, Serialize)]
-struct Level {
-    name: String,
-    sets: Vec<ClassPerms>,
-}
-
-#[derive(Debug, Serialize)]
-struct ClassPerms {
-    class: String,
-    perms: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -349,11 +305,11 @@ fn build_plan(layout: &Layout, source: &str, target: &StoreTarget) -> Plan {
     let paths = path_blocks(&base_plan, &names, &mut blocks);
     let traversals = blocks.group(traversal_statements(&base_plan, &names));
     Plan {
-        levels: store_levels(&names),
+        levels: plan::levels(&module, Some(&target.classes)),
         protected_permissions: format!("{module}_protected"),
         protected_sets: protection_exceptions(&target.classes)
             .into_iter()
-            .map(|(class, perms)| ClassPerms { class, perms })
+            .map(|(class, perms)| plan::ClassPerms { class, perms })
             .collect(),
         workload_attribute: names.workload_attribute(),
         domains,
@@ -396,32 +352,6 @@ impl Names<'_> {
     fn workload_attribute(&self) -> String {
         format!("{}_workload", self.module)
     }
-}
-
-/// The access levels as `MODULE_LEVEL`, with the permissions the store's
-/// classes have.
-fn store_levels(names: &Names<'_>) -> Vec<Level> {
-    LEVELS
-        .iter()
-        .map(|(level, sets)| Level {
-            name: format!("{}_{level}", names.module),
-            sets: sets
-                .iter()
-                .filter_map(|(class, perms)| {
-                    let known = names.target.classes.get(*class)?;
-                    let perms: Vec<String> = perms
-                        .split_whitespace()
-                        .filter(|p| known.contains(*p))
-                        .map(str::to_owned)
-                        .collect();
-                    (!perms.is_empty()).then(|| ClassPerms {
-                        class: (*class).to_owned(),
-                        perms,
-                    })
-                })
-                .collect(),
-        })
-        .collect()
 }
 
 fn domain_blocks(
@@ -611,42 +541,4 @@ pub fn level_access(level: &str) -> Option<Access> {
         _ => return None,
     }
     Some(access.normalised())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The access levels here and in the standalone template are the same
-    /// permission lists, class by class.
-    #[test]
-    fn levels_match_the_standalone_template() {
-        let template = include_str!("../../templates/module.cil.j2");
-        let mut from_template: Vec<(String, String, String)> = Vec::new();
-        for line in template.lines() {
-            let Some(rest) = line.strip_prefix("(classpermissionset semanifest_") else {
-                continue;
-            };
-            let (level, rest) = rest.split_once(" (").unwrap();
-            let (class, rest) = rest.split_once(" (").unwrap();
-            from_template.push((
-                level.to_owned(),
-                class.to_owned(),
-                rest.trim_end_matches(')').to_owned(),
-            ));
-        }
-        let ours: Vec<(String, String, String)> = LEVELS
-            .iter()
-            .flat_map(|(level, sets)| {
-                sets.iter().map(move |(class, perms)| {
-                    (
-                        (*level).to_owned(),
-                        (*class).to_owned(),
-                        (*perms).to_owned(),
-                    )
-                })
-            })
-            .collect();
-        assert_eq!(ours, from_template);
-    }
 }

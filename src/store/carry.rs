@@ -18,7 +18,7 @@ use serde::Serialize;
 use super::conditions::Condition;
 use super::facts::Facts;
 use super::grade::Grade;
-use crate::fcontext::FileContexts;
+use crate::fcontext::{FileContexts, FileKind};
 use crate::model::Layout;
 use crate::policy::setools::AllowLine;
 
@@ -37,7 +37,8 @@ pub struct Retyped {
 }
 
 /// The new types of `layout` (not `adopted`) and the store types their
-/// probe keys had in the stock file contexts.
+/// probe keys had in the stock file contexts: the path as a directory,
+/// and every kind of file below it.
 pub fn retyped(
     layout: &Layout,
     adopted: &BTreeSet<String>,
@@ -63,7 +64,13 @@ pub fn retyped(
         });
         entry.paths.push(rule.path.clone());
         for probe in probes.iter().filter(|p| p.path == rule.path) {
-            for &kind in &probe.kinds {
+            // A declared path is a directory; below it, anything.
+            let kinds: &[FileKind] = if probe.key == rule.path {
+                &[FileKind::Dir]
+            } else {
+                &probe.kinds
+            };
+            for &kind in kinds {
                 let Some(context) = stock.lookup(probe.key.as_bytes(), kind) else {
                     continue;
                 };

@@ -363,7 +363,7 @@ pub enum Unresolvable {
     )]
     Alias {
         path: String,
-        alias: Alias,
+        alias: Box<Alias>,
         why: String,
         fix: String,
     },
@@ -758,7 +758,7 @@ fn follow_aliases(
             });
         let refuse = |why: String, fix: String| Unresolvable::Alias {
             path: rule.path.clone(),
-            alias: alias.clone(),
+            alias: Box::new(alias.clone()),
             why,
             fix,
         };

@@ -45,8 +45,15 @@ pub enum StoreError {
     Secilc(#[from] crate::policy::secilc::SecilcError),
     #[error(transparent)]
     Setools(#[from] crate::policy::setools::SetoolsError),
-    #[error("secilc cannot compile the store as it is (its own modules fail):\n{output}")]
-    StockRefused { output: String },
+    #[error(
+        "secilc cannot compile the store as it is (its own modules fail){}:\n{output}",
+        hint.as_deref().map(|h| format!("; {h}")).unwrap_or_default()
+    )]
+    StockRefused {
+        output: String,
+        /// What the store's form leaves unknown, when that may be why.
+        hint: Option<String>,
+    },
     #[error(
         "the store has module `{name}` at priority {priority}, above the 400 the new module is installed at: \
          it would keep winning; remove it first (`semodule -X {priority} -r {name}`)"

@@ -47,7 +47,8 @@ pub struct Reach {
 pub enum Leftover {
     /// `dir { getattr open search }`: walking through, never listing.
     Traversal,
-    /// `map` without `read`, `write` or `execute`: nothing can be mapped.
+    /// `map` or `execmod` without `read`, `write` or `execute`: nothing
+    /// can be mapped.
     Map,
     /// A grant only a boolean gives, off by the store's default (the
     /// layout lets such grants pass: `booleanGrants: byDefault`).
@@ -63,7 +64,9 @@ impl Leftover {
             Leftover::Traversal => {
                 "may traverse its directories (dir getattr open search), never list or read"
             }
-            Leftover::Map => "hold `map` without read, write or execute: nothing can be mapped",
+            Leftover::Map => {
+                "hold `map` or `execmod` without read, write or execute: nothing can be mapped"
+            }
             Leftover::BooleanOff => {
                 "are granted more only while a boolean that is off by default is on"
             }
@@ -298,7 +301,7 @@ fn leftover_kinds(
         let is_excepted = excepted.is_some_and(|e| e.contains(permission));
         if !is_excepted {
             beyond = true;
-        } else if permission == "map" {
+        } else if permission == "map" || permission == "execmod" {
             kinds.insert(Leftover::Map);
         } else {
             kinds.insert(Leftover::Traversal);

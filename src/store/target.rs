@@ -273,6 +273,7 @@ impl Baseline {
             Some(Ok(Ok(compiled))) => write_outputs(dir, compiled, &self.siblings),
             Some(Ok(Err(refused))) => Err(StoreError::StockRefused {
                 output: refused.output.clone(),
+                hint: None,
             }),
             Some(Err(error)) => Err(StoreError::Background(error.clone())),
             None => Err(StoreError::Background(
@@ -289,8 +290,10 @@ fn compile_stock(
     out: &Path,
 ) -> Result<Compiled, StoreError> {
     compile::compile(secilc, &store.settings, inputs, out)?.map_err(|refused| {
+        let hint = (!store.unknowns.is_empty()).then(|| store.unknowns.join("; "));
         StoreError::StockRefused {
             output: refused.output,
+            hint,
         }
     })
 }

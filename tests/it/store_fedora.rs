@@ -129,7 +129,11 @@ fn protections_hold_and_say_exactly_what_workloads_keep() {
         "audit_log_t",
         "overlays_var_t",
     ] {
-        for rule in sesearch(&policy, &["-s", "container_t", "-t", protected]) {
+        let classes = "dir,file,lnk_file,chr_file,blk_file,sock_file,fifo_file";
+        for rule in sesearch(
+            &policy,
+            &["-s", "container_t", "-t", protected, "-c", classes],
+        ) {
             let traversal = rule.contains(":dir { getattr open search }");
             let map = rule.contains(" map; [ domain_can_mmap_files ]:True");
             assert!(traversal || map, "container_t reaches {protected}: {rule}");

@@ -441,7 +441,16 @@ fn store_owners_keep_their_access_and_every_other_loss_is_named() {
     built(&root, &without, &["--layout", layout.to_str().unwrap()]);
     assert!(sesearch(
         &without.join("policy.33"),
-        &["-s", "auditd_t", "-t", "audit_log_t"]
+        &[
+            "-s",
+            "auditd_t",
+            "-t",
+            "audit_log_t",
+            "-c",
+            "file",
+            "-p",
+            "append"
+        ]
     )
     .is_empty());
     let text = fs::read_to_string(without.join("report.txt")).unwrap();
