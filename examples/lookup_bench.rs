@@ -25,6 +25,9 @@
 //! Load: semanifest 192 ms (compiles everything up front), libselinux 7 ms
 //! (compiles each regex on first use).
 
+// An example prints its results.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 // The differential tests' oracle and key generator, of which this bench
 // uses a part.
 #[allow(dead_code)]
@@ -38,7 +41,7 @@ use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use semanifest::fcontext::{FileContexts, FileKind};
+use selabel::{FileContexts, FileKind};
 
 fn main() {
     let mut args = std::env::args().skip(1);

@@ -26,7 +26,7 @@ use std::sync::OnceLock;
 use fc_oracle::{agree, directory_mismatches, escape, our_answer, LibSelinux, Pcre2Specs};
 use libfuzzer_sys::fuzz_target;
 use selinux::call_back::{CallBack, Log};
-use semanifest::fcontext::{FileContexts, FileKind};
+use selabel::{FileContexts, FileKind};
 
 const SUBS_MARKER: &[u8] = b"\n%%subs\n";
 const MAX_KEYS: usize = 32;

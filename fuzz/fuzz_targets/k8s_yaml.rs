@@ -6,7 +6,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use semanifest::check::report::{render_human, render_json, render_sarif, HumanOptions};
-use semanifest::k8s::{audit, parse_str, HostPathRules, LayoutPathRule, NormalPath, RootRule};
+use k8s::{audit, parse_str, HostPathRules, LayoutPathRule, NormalPath, RootRule};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {

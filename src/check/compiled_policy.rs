@@ -9,19 +9,19 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 
 use crate::check::rules;
-use crate::diag::{Finding, Location, Pos, Related};
-use crate::manifest::Parsed;
-use crate::policy::setools::{self, allow_pairs, SetoolsError};
-use crate::policy::{self, BuildError, BuildOptions};
+use layout::diag::{Finding, Location, Pos, Related};
+use layout::manifest::Parsed;
+use policy::setools::{self, allow_pairs, SetoolsError};
+use policy::{self, BuildError, BuildOptions};
 
 /// What the policy phase needs.
-pub struct PolicyInputs<'a> {
+pub(crate) struct PolicyInputs<'a> {
     pub includes: &'a [PathBuf],
     pub secilc: Option<&'a Path>,
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum PolicyCheckError {
+pub(crate) enum PolicyCheckError {
     #[error(transparent)]
     Build(#[from] BuildError),
     #[error("cannot create a temporary directory: {0}")]
@@ -52,7 +52,10 @@ fn offending_location(text: &str) -> Option<(Location, String)> {
     ))
 }
 
-pub fn check(parsed: &Parsed, inputs: &PolicyInputs<'_>) -> Result<Vec<Finding>, PolicyCheckError> {
+pub(crate) fn check(
+    parsed: &Parsed,
+    inputs: &PolicyInputs<'_>,
+) -> Result<Vec<Finding>, PolicyCheckError> {
     let dir = tempfile::tempdir().map_err(PolicyCheckError::TempDir)?;
     let options = BuildOptions {
         out_dir: dir.path().to_owned(),
@@ -147,14 +150,14 @@ fn transitions(parsed: &Parsed, policy: &Path) -> Result<Vec<Finding>, PolicyChe
     // Which domains may touch each protected type (trusted ones included:
     // a workload must not become them either). One query for every allow
     // rule: attributes are expanded here, as `sesearch -t` would match them.
-    let mut protected: BTreeMap<&str, Vec<&crate::model::PathRule>> = BTreeMap::new();
+    let mut protected: BTreeMap<&str, Vec<&layout::model::PathRule>> = BTreeMap::new();
     for rule in layout.protected() {
         protected
             .entry(rule.type_name.as_str())
             .or_default()
             .push(rule);
     }
-    let mut touching: BTreeMap<String, Vec<&crate::model::PathRule>> = BTreeMap::new();
+    let mut touching: BTreeMap<String, Vec<&layout::model::PathRule>> = BTreeMap::new();
     let text = setools::run("sesearch", &["-A"], policy)?;
     for (source, target) in allow_pairs(&text, &attributes) {
         if let Some(rules) = protected.get(target.as_str()) {

@@ -2,7 +2,7 @@
 //! and the Kubernetes ones (in `k8s`): their ids are part of the JSON and
 //! SARIF contract.
 
-use crate::diag::{rule, Rule};
+use layout::diag::{rule, Rule};
 
 rule!(FC_SHADOWED, "layout-fc-shadowed", "LayoutFileContextShadowed", Error,
     "A layout path's own file_contexts spec never wins for it.",
@@ -121,28 +121,3 @@ pub static RULES: [&Rule; 23] = [
     &STORE_NEVERALLOWS,
     &STORE_ACCESS_LOST,
 ];
-
-#[cfg(test)]
-mod tests {
-    use std::collections::BTreeSet;
-
-    /// A rule id or name names one rule across every producer. Control:
-    /// the same list twice is caught.
-    #[test]
-    fn ids_and_names_are_unique_across_producers() {
-        let all: Vec<&crate::diag::Rule> = super::RULES
-            .iter()
-            .chain(crate::manifest::rules::RULES.iter())
-            .chain(crate::k8s::RULES.iter())
-            .copied()
-            .collect();
-        let unique = |rules: &[&crate::diag::Rule]| {
-            let ids: BTreeSet<&str> = rules.iter().map(|r| r.id).collect();
-            let names: BTreeSet<&str> = rules.iter().map(|r| r.name).collect();
-            ids.len() == rules.len() && names.len() == rules.len()
-        };
-        assert!(unique(&all));
-        let twice: Vec<_> = all.iter().chain(&all).copied().collect();
-        assert!(!unique(&twice));
-    }
-}

@@ -7,16 +7,16 @@
 use std::path::PathBuf;
 
 use crate::check::rules;
-use crate::diag::{Finding, Location, Pos, Related, Rule};
-use crate::manifest::Parsed;
-use crate::store::filecons::{Event, FileconError, Unresolvable};
-use crate::store::module_report::{describe_event, kept_summary, ModuleReport, Verification};
-use crate::store::proof::Proof;
-use crate::store::{self, Baseline, ModuleError};
+use layout::diag::{Finding, Location, Pos, Related, Rule};
+use layout::manifest::Parsed;
+use store::filecons::{Event, FileconError, Unresolvable};
+use store::module_report::{describe_event, kept_summary, ModuleReport, Verification};
+use store::Proof;
+use store::{self, Baseline, ModuleError};
 
 /// What the store phase found.
 #[derive(Debug, Default)]
-pub struct StoreOutcome {
+pub(crate) struct StoreOutcome {
     pub findings: Vec<Finding>,
     pub input_errors: Vec<String>,
     /// The predicted `file_contexts` with the store's siblings beside it,
@@ -38,7 +38,11 @@ fn path_pos(parsed: &Parsed, path: &str) -> Option<Pos> {
         .map(|r| r.pos)
 }
 
-pub fn check(parsed: &Parsed, baseline: &Baseline, options: &store::ModuleOptions) -> StoreOutcome {
+pub(crate) fn check(
+    parsed: &Parsed,
+    baseline: &Baseline,
+    options: &store::ModuleOptions,
+) -> StoreOutcome {
     let mut outcome = StoreOutcome::default();
     let build = match store::build(baseline, parsed, options) {
         Ok(build) => build,
@@ -200,7 +204,7 @@ fn losses_findings(parsed: &Parsed, report: &ModuleReport, outcome: &mut StoreOu
                     g.via,
                     g.on,
                     g.grade.as_str(),
-                    crate::store::grade::describe_permissions(&g.permissions),
+                    store::describe_permissions(&g.permissions),
                     g.domains.join(" ")
                 )
             })

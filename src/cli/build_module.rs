@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
 use clap::{Args as ClapArgs, ValueEnum};
-use semanifest::manifest::Parsed;
-use semanifest::store::{self, Baseline, ProfileName};
+use layout::manifest::Parsed;
+use store::{self, Baseline, ProfileName};
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum ProfileArg {

@@ -4,9 +4,9 @@
 
 use std::path::Path;
 
-use semanifest::diag::Report;
-use semanifest::manifest::Parsed;
-use semanifest::store::{self, Baseline};
+use layout::diag::Report;
+use layout::manifest::Parsed;
+use store::{self, Baseline};
 
 pub struct Prepared {
     pub baseline: Baseline,

@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 use clap::{Args as ClapArgs, ValueEnum};
+use layout::manifest;
 use semanifest::diff::{self, render, sediff};
-use semanifest::{k8s, manifest};
 
 const AFTER_HELP: &str = "\
 Reported, in the manifest's terms:
@@ -73,7 +73,7 @@ pub struct Args {
 
 fn load(spec: &str) -> Result<manifest::Parsed> {
     let source = diff::source::read(spec)?;
-    super::accept_layout(manifest::parse(source, &semanifest::policy::base_facts()))
+    super::accept_layout(manifest::parse(source, &policy::base_facts()))
 }
 
 pub fn run(args: Args) -> Result<u8> {

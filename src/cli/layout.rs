@@ -36,11 +36,11 @@ pub enum LayoutCommand {
 pub fn run(command: LayoutCommand) -> Result<u8> {
     match command {
         LayoutCommand::Show => {
-            super::print_stdout(semanifest::manifest::DEFAULT_LAYOUT.as_bytes())?;
+            super::print_stdout(layout::manifest::DEFAULT_LAYOUT.as_bytes())?;
             Ok(super::EXIT_OK)
         }
         LayoutCommand::Schema => {
-            let schema = semanifest::manifest::layout_schema();
+            let schema = layout::manifest::layout_schema();
             super::print_stdout(
                 format!("{}\n", serde_json::to_string_pretty(&schema)?).as_bytes(),
             )?;

@@ -6,6 +6,7 @@
 //! run quietly with exit 0, as ripgrep does.
 
 mod apply;
+mod args;
 mod build;
 mod build_module;
 mod check;
@@ -23,9 +24,9 @@ mod units;
 use std::path::Path;
 use std::process::ExitCode;
 
+use ::layout::diag::Report;
+use ::layout::manifest::{self, BaseFacts, Parsed};
 use clap::{Parser, Subcommand};
-use semanifest::diag::Report;
-use semanifest::manifest::{self, BaseFacts, Parsed};
 
 /// Everything went as asked.
 pub const EXIT_OK: u8 = 0;
@@ -190,6 +191,15 @@ fn init_tracing(verbosity: u8) {
         .try_init();
 }
 
+/// Prints `report` as pretty JSON with its format's `version` first.
+pub fn print_json<T: serde::Serialize>(version: u32, report: &T) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    let json = serde_json::to_string_pretty(&args::Versioned { version, report })
+        .context("rendering the report")?;
+    print_stdout(format!("{json}\n").as_bytes())?;
+    Ok(())
+}
+
 /// Writes `bytes` to standard output. A closed pipe (`| head`) is an
 /// error that [`exit`] turns into a quiet exit 0.
 pub fn print_stdout(bytes: &[u8]) -> std::io::Result<()> {
@@ -201,7 +211,7 @@ pub fn print_stdout(bytes: &[u8]) -> std::io::Result<()> {
 
 /// Writes `bytes` to `path` (mode 0644) through a temporary sibling and a
 /// rename, creating the parent directories: for `--install-root` trees.
-pub fn install_file(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
+pub fn install_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     use anyhow::Context;
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
@@ -253,7 +263,7 @@ pub fn accept_layout(parsed: Result<Parsed, Report>) -> anyhow::Result<Parsed> {
 /// Loads `--layout FILE`, or the embedded default layout, against the
 /// standalone base policy.
 pub fn load_layout(path: Option<&Path>) -> anyhow::Result<Parsed> {
-    load_layout_with(path, &semanifest::policy::base_facts())
+    load_layout_with(path, &policy::base_facts())
 }
 
 /// [`load_layout`] against another base (a policy store's types).
@@ -263,11 +273,9 @@ pub fn load_layout_with(path: Option<&Path>, base: &BaseFacts) -> anyhow::Result
 
 /// The file contexts of a parsed layout (base policy + module), loaded
 /// into the lookup engine without running secilc.
-pub fn contexts_of(
-    parsed: &semanifest::manifest::Parsed,
-) -> anyhow::Result<semanifest::fcontext::FileContexts> {
-    let text = semanifest::policy::file_contexts_text(&parsed.layout);
-    Ok(semanifest::fcontext::FileContexts::from_text(
+pub fn contexts_of(parsed: &::layout::manifest::Parsed) -> anyhow::Result<selabel::FileContexts> {
+    let text = policy::file_contexts_text(&parsed.layout);
+    Ok(selabel::FileContexts::from_text(
         &parsed.source.name,
         text.as_bytes(),
     )?)
@@ -275,15 +283,15 @@ pub fn contexts_of(
 
 /// The file_contexts a layout compiles to (base policy + module), loaded
 /// into the lookup engine without running secilc.
-pub fn layout_file_contexts(path: &Path) -> anyhow::Result<semanifest::fcontext::FileContexts> {
+pub fn layout_file_contexts(path: &Path) -> anyhow::Result<selabel::FileContexts> {
     Ok(layout_parsed_contexts(path)?.compile()?)
 }
 
 /// The file contexts a layout file compiles to, parsed, not compiled.
-pub fn layout_parsed_contexts(path: &Path) -> anyhow::Result<semanifest::fcontext::ParsedContexts> {
+pub fn layout_parsed_contexts(path: &Path) -> anyhow::Result<selabel::ParsedContexts> {
     let parsed = load_layout(Some(path))?;
-    let text = semanifest::policy::file_contexts_text(&parsed.layout);
-    Ok(semanifest::fcontext::ParsedContexts::from_text(
+    let text = policy::file_contexts_text(&parsed.layout);
+    Ok(selabel::ParsedContexts::from_text(
         &parsed.source.name,
         text.as_bytes(),
     )?)

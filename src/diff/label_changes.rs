@@ -10,9 +10,9 @@ use std::collections::BTreeSet;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::fcontext::{FileContexts, FileKind, LoadError};
-use crate::model::{ancestors, Layout};
-use crate::policy::file_contexts_text;
+use layout::model::{ancestors, Layout};
+use policy::file_contexts_text;
+use selabel::{FileContexts, FileKind, LoadError};
 
 /// The entry name looked up below each path; reported as `PATH/*`.
 const BELOW: &str = ".semanifest-any-entry";
@@ -72,7 +72,7 @@ fn workload_types(layout: &Layout) -> BTreeSet<&str> {
         .collect()
 }
 
-pub fn changes(old: &Layout, new: &Layout) -> Result<Vec<LabelChange>, LoadError> {
+pub(crate) fn changes(old: &Layout, new: &Layout) -> Result<Vec<LabelChange>, LoadError> {
     let (before, after) = (compile(old)?, compile(new)?);
     let mut probes: BTreeSet<String> = BTreeSet::new();
     for rule in old.paths.iter().chain(&new.paths) {

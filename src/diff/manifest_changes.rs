@@ -5,8 +5,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Category, Kind, ManifestChange};
-use crate::model::{Access, Domain, Layout, PathRule};
-use crate::policy::plan;
+use layout::model::{Access, Domain, Layout, PathRule};
+use policy::plan;
 
 const ANY: &str = "*";
 
@@ -138,7 +138,7 @@ impl ManifestChange {
 }
 
 /// Every manifest-level change from `old` to `new`.
-pub fn changes(old: &Layout, new: &Layout) -> Vec<ManifestChange> {
+pub(crate) fn changes(old: &Layout, new: &Layout) -> Vec<ManifestChange> {
     let (o, n) = (Side::new(old), Side::new(new));
     let mut out = Vec::new();
     domains(&o, &n, &mut out);
@@ -359,10 +359,10 @@ fn paths(o: &Side<'_>, n: &Side<'_>, out: &mut Vec<ManifestChange>) {
                     );
                 }
                 if a.owner != b.owner {
-                    let owner = |o: &Option<crate::model::Owner>| {
+                    let owner = |o: &Option<layout::model::Owner>| {
                         o.as_ref().map(|o| match o {
-                            crate::model::Owner::Name(n) => n.clone(),
-                            crate::model::Owner::Ids { uid, gid } => format!("{uid}:{gid}"),
+                            layout::model::Owner::Name(n) => n.clone(),
+                            layout::model::Owner::Ids { uid, gid } => format!("{uid}:{gid}"),
                         })
                     };
                     out.push(
@@ -606,8 +606,9 @@ fn flags(o: &Side<'_>, n: &Side<'_>, out: &mut Vec<ManifestChange>) {
             );
         }
         if a.mount.propagation != b.mount.propagation {
-            let p =
-                |p: Option<crate::model::Propagation>| p.map_or("unset", |p| p.as_str()).to_owned();
+            let p = |p: Option<layout::model::Propagation>| {
+                p.map_or("unset", |p| p.as_str()).to_owned()
+            };
             out.push(
                 change(
                     Category::Mount,

@@ -5,8 +5,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::diag::Source;
-use crate::manifest::{read_source, ReadError, MAX_MANIFEST_BYTES};
+use layout::diag::Source;
+use layout::manifest::{read_source, ReadError, MAX_MANIFEST_BYTES};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {

@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::diag::{Finding, Location};
-use crate::k8s::{audit, HostPathRules, Manifests};
-use crate::manifest::Parsed;
+use k8s::{audit, HostPathRules, Manifests};
+use layout::diag::{Finding, Location};
+use layout::manifest::Parsed;
 
 /// One hostPath volume whose verdict changes.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
@@ -53,7 +53,7 @@ fn errors(verdict: &[String]) -> usize {
     verdict.iter().filter(|v| v.starts_with("error ")).count()
 }
 
-pub fn changes(old: &Parsed, new: &Parsed, manifests: &Manifests) -> Vec<VolumeChange> {
+pub(crate) fn changes(old: &Parsed, new: &Parsed, manifests: &Manifests) -> Vec<VolumeChange> {
     let before = verdicts(manifests, &HostPathRules::of(old));
     let after = verdicts(manifests, &HostPathRules::of(new));
     let mut out = Vec::new();

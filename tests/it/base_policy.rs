@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::process::{Command, Stdio};
 
 use crate::support::{run_ok, secilc, tool, CompiledPolicy};
-use semanifest::policy::base::BASE_POLICY;
+use policy::base::BASE_POLICY;
 
 /// A module shaped like the generated one: a protected file type granted to a
 /// generated daemon domain, and a canary protected from every confined domain.

@@ -282,7 +282,7 @@ fn format_json_reports_other_failures_by_kind() {
 fn layout_granting_a_workload_a_protected_path_fails() {
     let dir = tempfile::tempdir().unwrap();
     let layout = dir.path().join("bad.yaml");
-    let text = semanifest::manifest::DEFAULT_LAYOUT.replace(
+    let text = layout::manifest::DEFAULT_LAYOUT.replace(
         "access: { etcd: write }",
         "access: { etcd: write, pods: read }",
     );
@@ -355,7 +355,7 @@ fn layout_show_prints_the_embedded_layout() {
     assert!(output.status.success());
     assert_eq!(
         crate::support::stdout(&output),
-        semanifest::manifest::DEFAULT_LAYOUT
+        layout::manifest::DEFAULT_LAYOUT
     );
 }
 

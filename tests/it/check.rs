@@ -50,7 +50,7 @@ fn leaky_include_is_reported_at_the_protected_line() {
     let location = &neverallow[0]["location"];
     // `protected: true` of /var/lib/kubelet/pki in the embedded layout.
     assert_eq!(location["file"], "<embedded default layout>");
-    let lines: Vec<&str> = semanifest::manifest::DEFAULT_LAYOUT.lines().collect();
+    let lines: Vec<&str> = layout::manifest::DEFAULT_LAYOUT.lines().collect();
     let pki = lines
         .iter()
         .position(|line| line.ends_with("- path: /var/lib/kubelet/pki"))
@@ -103,11 +103,11 @@ fn invalid_layout_findings_carry_positions_and_exit_1() {
     let dir = tempfile::tempdir().unwrap();
     let layout = dir.path().join("bad.yaml");
     let text =
-        semanifest::manifest::DEFAULT_LAYOUT.replace("- path: /var/mnt\n", "- path: /var/mnt/\n");
+        layout::manifest::DEFAULT_LAYOUT.replace("- path: /var/mnt\n", "- path: /var/mnt/\n");
     fs::write(&layout, text).unwrap();
     let output = check(&["--layout", layout.to_str().unwrap()]);
     assert_eq!(output.status.code(), Some(1));
-    let line = 1 + semanifest::manifest::DEFAULT_LAYOUT
+    let line = 1 + layout::manifest::DEFAULT_LAYOUT
         .lines()
         .position(|line| line.ends_with("- path: /var/mnt"))
         .expect("/var/mnt in the default layout");
@@ -127,7 +127,7 @@ fn invalid_layout_findings_carry_positions_and_exit_1() {
 fn base_overlap_is_a_warning_and_deny_warnings_fails() {
     let dir = tempfile::tempdir().unwrap();
     let layout = dir.path().join("dev.yaml");
-    let text = semanifest::manifest::DEFAULT_LAYOUT.to_owned()
+    let text = layout::manifest::DEFAULT_LAYOUT.to_owned()
         + "\n    - path: /dev/shm\n      type: shm_t\n      access: { pods: write }\n";
     fs::write(&layout, text).unwrap();
     let output = check(&["--layout", layout.to_str().unwrap()]);
@@ -524,4 +524,24 @@ fn relabel_with_default_layout(root: &Path) {
         .arg(root)
         .arg(root));
     assert!(output.status.success(), "{}", stderr(&output));
+}
+
+/// A rule id or name names one rule across every producer. Control: the
+/// same list twice is caught.
+#[test]
+fn rule_ids_and_names_are_unique_across_producers() {
+    let all: Vec<&layout::diag::Rule> = semanifest::check::rules::RULES
+        .iter()
+        .chain(layout::manifest::rules::RULES.iter())
+        .chain(k8s::RULES.iter())
+        .copied()
+        .collect();
+    let unique = |rules: &[&layout::diag::Rule]| {
+        let ids: std::collections::BTreeSet<&str> = rules.iter().map(|r| r.id).collect();
+        let names: std::collections::BTreeSet<&str> = rules.iter().map(|r| r.name).collect();
+        ids.len() == rules.len() && names.len() == rules.len()
+    };
+    assert!(unique(&all));
+    let twice: Vec<_> = all.iter().chain(&all).copied().collect();
+    assert!(!unique(&twice));
 }

@@ -14,9 +14,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::support::{data, run, semanifest, stderr, stdout, tool};
-use semanifest::diag::Source;
+use layout::diag::Source;
+use layout::manifest;
 use semanifest::diff::{self, sediff, Category};
-use semanifest::manifest;
 
 fn cases() -> Vec<PathBuf> {
     let mut cases: Vec<PathBuf> = fs::read_dir(data("diff"))
@@ -53,8 +53,7 @@ fn bless() -> bool {
 
 fn parse(path: &Path) -> manifest::Parsed {
     let source = Source::new(relative(path), fs::read_to_string(path).unwrap());
-    manifest::parse(source, &semanifest::policy::base_facts())
-        .unwrap_or_else(|report| panic!("{report}"))
+    manifest::parse(source, &policy::base_facts()).unwrap_or_else(|report| panic!("{report}"))
 }
 
 fn library_diff(case: &Path) -> (manifest::Parsed, manifest::Parsed, diff::LayoutDiff) {

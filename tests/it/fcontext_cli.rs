@@ -164,8 +164,8 @@ fn cli_agrees_with_libselinux() {
     let (_dir, fc) = fc_file();
     let oracle = fc_oracle::LibSelinux::open(&fc).expect("libselinux");
     for (flag, kind) in [
-        ("dir", semanifest::fcontext::FileKind::Dir),
-        ("sock", semanifest::fcontext::FileKind::Socket),
+        ("dir", selabel::FileKind::Dir),
+        ("sock", selabel::FileKind::Socket),
     ] {
         let output = lookup()
             .arg("--file-contexts")

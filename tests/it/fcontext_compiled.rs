@@ -11,7 +11,7 @@ use std::process::Command;
 use std::time::{Duration, SystemTime};
 
 use fc_oracle::{Answer, LibSelinux};
-use semanifest::fcontext::{FileContexts, FileKind, LoadError};
+use selabel::{FileContexts, FileKind, LoadError};
 
 const ORIGINAL: &str = "\
 /c(/.*)?        u:r:c_tree_t:s0

@@ -7,7 +7,7 @@ use crate::support::fc_oracle;
 use std::path::{Path, PathBuf};
 
 use fc_oracle::{our_answer, Answer, LibSelinux, Pcre2Specs};
-use semanifest::fcontext::{FileContexts, FileKind};
+use selabel::{FileContexts, FileKind};
 
 fn corpus_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/fcontext/corpus")

@@ -22,7 +22,7 @@ use crate::support::path_gen;
 use std::path::Path;
 
 use path_gen::{Rng, Vocabulary};
-use semanifest::fcontext::{FileContexts, FileKind};
+use selabel::{FileContexts, FileKind};
 
 const DEBIAN_FC: &str = "/etc/selinux/default/contexts/files/file_contexts";
 

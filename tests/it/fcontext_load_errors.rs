@@ -7,7 +7,7 @@ use crate::support::fc_oracle;
 use std::path::{Path, PathBuf};
 
 use fc_oracle::{Answer, LibSelinux};
-use semanifest::fcontext::{FileContexts, FileKind, LoadError, SpecProblem};
+use selabel::{FileContexts, FileKind, LoadError, SpecProblem};
 
 const GOOD: &[u8] = b"# header\n/ok(/.*)? u:r:ok_t:s0\n";
 

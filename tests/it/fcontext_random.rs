@@ -8,7 +8,7 @@ use crate::support::fc_oracle;
 use crate::support::path_gen;
 
 use path_gen::Rng;
-use semanifest::fcontext::{FileContexts, FileKind};
+use selabel::{FileContexts, FileKind};
 
 /// Pieces a spec is assembled from. Each is valid wherever it is placed,
 /// except the anchors, which only go last.

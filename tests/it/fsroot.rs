@@ -6,8 +6,8 @@ use std::fs;
 use std::os::unix::fs::symlink;
 use std::path::Path;
 
+use fsroot::{Entry, Error, Root};
 use rustix::fs::FileType;
-use semanifest::fsroot::{Entry, Error, Root};
 
 fn tree() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -10,9 +10,8 @@ use crate::support::fc_oracle;
 use std::fs;
 use std::path::PathBuf;
 
-use semanifest::diag::Source;
-use semanifest::manifest::{self, Parsed};
-use semanifest::policy;
+use layout::diag::Source;
+use layout::manifest::{self, Parsed};
 
 fn layouts() -> Vec<(String, Parsed)> {
     let base = policy::base_facts();

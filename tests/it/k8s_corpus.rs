@@ -13,11 +13,9 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use k8s::{self, ContainerKind, HostPathRules, Invalidity, LayoutPathRule, NormalPath, RootRule};
+use layout::diag::{Finding, Location, Pos, Severity};
 use semanifest::check::report::{self, HumanOptions};
-use semanifest::diag::{Finding, Location, Pos, Severity};
-use semanifest::k8s::{
-    self, ContainerKind, HostPathRules, Invalidity, LayoutPathRule, NormalPath, RootRule,
-};
 
 const CORPUS: &str = "tests/data/k8s/corpus";
 const ERRORS: &str = "tests/data/k8s/errors";

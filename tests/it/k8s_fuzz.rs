@@ -6,9 +6,9 @@
 use std::fs;
 use std::sync::OnceLock;
 
+use k8s::{self, HostPathRules, LayoutPathRule, NormalPath, RootRule};
 use proptest::prelude::*;
 use semanifest::check::report::{self, HumanOptions};
-use semanifest::k8s::{self, HostPathRules, LayoutPathRule, NormalPath, RootRule};
 
 fn corpus() -> &'static [String] {
     static CORPUS: OnceLock<Vec<String>> = OnceLock::new();

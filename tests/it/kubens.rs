@@ -19,9 +19,8 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use crate::support::{stderr, tool};
-use semanifest::manifest;
-use semanifest::policy;
-use semanifest::units::{self, Image, UnitsOptions};
+use layout::manifest;
+use units::{self, Image, UnitsOptions};
 
 /// The helpers of a kubens layout, written to a temporary directory.
 struct Helpers {

@@ -1,7 +1,11 @@
-//! The layering of `src/`, read from the source itself: nothing but the
-//! CLI and `check` refers to `check`, and no module depends on a sibling
-//! that depends back on it, directly or through others (at every level:
-//! the library's top modules, the submodules of each, the CLI's files).
+//! What Cargo cannot check about the layering, read from the source:
+//! within each crate of the workspace, no module depends on a sibling that
+//! depends back on it, directly or through others (at every level: a
+//! crate's top modules, the submodules of each, the CLI's files); no two
+//! modules share a name for different things; and ARCHITECTURE.md lists the
+//! dependencies between the crates that their manifests declare. Which
+//! crate may use which is Cargo's to enforce: a crate names only the crates
+//! it depends on, and Cargo refuses a cycle between them.
 //!
 //! A module depends on another when its code names it: `use` trees and
 //! `crate::`/`super::`/`self::` paths anywhere in the code (comments and
@@ -331,8 +335,12 @@ impl Crate {
                 let Some(end) = code[at..].find(';') else {
                     break;
                 };
-                for path in use_paths(&code[at + 4..at + end]) {
-                    add(at, &path);
+                let tree = &code[at + 4..at + end];
+                // `use ::name::…` names another crate, never a module here.
+                if !tree.trim_start().starts_with("::") {
+                    for path in use_paths(tree) {
+                        add(at, &path);
+                    }
                 }
                 search = at + end;
             }
@@ -443,47 +451,8 @@ fn cycles(krate: &Crate) -> Vec<String> {
     found
 }
 
-/// Every reference to `check` from a module outside it.
-fn check_users(krate: &Crate) -> Vec<String> {
-    krate
-        .references()
-        .into_iter()
-        .filter(|r| r.target.first().is_some_and(|m| m == "check"))
-        .filter(|r| r.from.first().is_none_or(|m| m != "check"))
-        .filter(|r| !r.from.is_empty())
-        .map(|r| {
-            format!(
-                "{} line {} names {}",
-                display(&r.from),
-                r.line,
-                display(&r.target)
-            )
-        })
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect()
-}
-
-/// Which top-level modules each top-level module of the library depends on.
-fn top_level(krate: &Crate) -> BTreeMap<String, BTreeSet<String>> {
-    let mut graph: BTreeMap<String, BTreeSet<String>> = krate
-        .modules
-        .keys()
-        .filter(|m| m.len() == 1)
-        .map(|m| (m[0].clone(), BTreeSet::new()))
-        .collect();
-    for reference in krate.references() {
-        if let (Some(from), Some(to)) = (reference.from.first(), reference.target.first()) {
-            if from != to {
-                graph.entry(from.clone()).or_default().insert(to.clone());
-            }
-        }
-    }
-    graph
-}
-
 fn read_tree(dir: &Path, prefix: &str, files: &mut BTreeMap<String, String>) {
-    for entry in fs::read_dir(dir).expect("read src/") {
+    for entry in fs::read_dir(dir).unwrap_or_else(|e| panic!("read {}: {e}", dir.display())) {
         let entry = entry.unwrap();
         let name = entry.file_name().into_string().unwrap();
         let relative = format!("{prefix}{name}");
@@ -495,8 +464,43 @@ fn read_tree(dir: &Path, prefix: &str, files: &mut BTreeMap<String, String>) {
     }
 }
 
-/// The library (`lib.rs` and every module but the CLI's) and the binary
-/// (`main.rs` and `cli/`).
+fn workspace() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The workspace's library crates below `crates/`, by directory name (the
+/// name their code is used by).
+fn member_crates() -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(workspace().join("crates"))
+        .expect("read crates/")
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Every `.rs` file of the workspace's crates, by its path from the
+/// workspace root (`src/cli/mod.rs`, `crates/policy/src/lib.rs`).
+fn workspace_files() -> BTreeMap<String, String> {
+    let mut files = BTreeMap::new();
+    read_tree(&workspace().join("src"), "src/", &mut files);
+    for name in member_crates() {
+        let prefix = format!("crates/{name}/src/");
+        read_tree(&workspace().join(&prefix), &prefix, &mut files);
+    }
+    files
+}
+
+/// The files below `prefix`, by their path below it.
+fn below(files: &BTreeMap<String, String>, prefix: &str) -> BTreeMap<String, String> {
+    files
+        .iter()
+        .filter_map(|(path, text)| Some((path.strip_prefix(prefix)?.to_owned(), text.clone())))
+        .collect()
+}
+
+/// This package's library (`lib.rs` and every module but the CLI's) and
+/// binary (`main.rs` and `cli/`), from the files below its `src/`.
 fn crates(files: &BTreeMap<String, String>) -> (Crate, Crate) {
     let is_binary = |file: &str| file == "main.rs" || file.starts_with("cli/");
     (
@@ -505,48 +509,86 @@ fn crates(files: &BTreeMap<String, String>) -> (Crate, Crate) {
     )
 }
 
+/// The cycles of one package's source (files below its `src/`).
 fn violations(files: &BTreeMap<String, String>) -> Vec<String> {
     let (library, binary) = crates(files);
-    let mut found = check_users(&library);
-    found.extend(cycles(&library));
+    let mut found = cycles(&library);
     found.extend(cycles(&binary).into_iter().map(|c| format!("binary: {c}")));
     found
 }
 
 #[test]
-fn src_has_no_module_cycle_and_only_the_cli_uses_check() {
-    let mut files = BTreeMap::new();
-    read_tree(
-        Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/src")),
-        "",
-        &mut files,
-    );
-    let (library, _) = crates(&files);
+fn no_crate_has_a_cycle_among_its_modules() {
+    let files = workspace_files();
+    let mut found = violations(&below(&files, "src/"));
+    for name in member_crates() {
+        let library = Crate::new(
+            &below(&files, &format!("crates/{name}/src/")),
+            "lib.rs",
+            |_| true,
+        );
+        found.extend(cycles(&library).into_iter().map(|c| format!("{name}: {c}")));
+    }
     // The reader sees the modules that exist, and their dependencies.
-    assert!(library.modules.contains_key(&segments("fcontext::matcher")));
+    let (library, _) = crates(&below(&files, "src/"));
+    assert!(library.modules.contains_key(&segments("check::report")));
     assert!(library
         .references()
         .iter()
-        .any(|r| display(&r.from) == "check" && display(&r.target) == "k8s"));
-    let found = violations(&files);
+        .any(|r| display(&r.from) == "check::labels" && display(&r.target) == "check::rules"));
+    let selabel = Crate::new(&below(&files, "crates/selabel/src/"), "lib.rs", |_| true);
+    assert!(selabel
+        .references()
+        .iter()
+        .any(|r| display(&r.from) == "directory" && display(&r.target) == "path_chain"));
     assert!(found.is_empty(), "layering broken:\n{}", found.join("\n"));
 }
 
-/// ARCHITECTURE.md's list of dependencies between the library's top
-/// modules is the code's, exactly. Control: the list with one dependency
+/// The workspace crates a package's manifest depends on (`semanifest-NAME`
+/// under `[dependencies]`), by the name its code uses (`NAME`).
+fn manifest_dependencies(manifest: &str) -> BTreeSet<String> {
+    let mut section = "";
+    let mut found = BTreeSet::new();
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            section = line;
+        } else if section == "[dependencies]" {
+            if let Some(rest) = line.strip_prefix("semanifest-") {
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                found.insert(name);
+            }
+        }
+    }
+    found
+}
+
+/// ARCHITECTURE.md's list of dependencies between the workspace's crates
+/// is their manifests', exactly. Control: the list with one dependency
 /// left out differs.
 #[test]
-fn architecture_lists_the_dependencies_the_code_has() {
-    let mut files = BTreeMap::new();
-    read_tree(
-        Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/src")),
-        "",
-        &mut files,
+fn architecture_lists_the_dependencies_the_crates_declare() {
+    let read = |path: &Path| {
+        fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    };
+    let mut actual = BTreeMap::new();
+    actual.insert(
+        "semanifest".to_owned(),
+        manifest_dependencies(&read(&workspace().join("Cargo.toml"))),
     );
-    let (library, _) = crates(&files);
-    let actual = top_level(&library);
-    let text = fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/ARCHITECTURE.md"))
-        .expect("ARCHITECTURE.md");
+    for name in member_crates() {
+        let manifest = read(&workspace().join(format!("crates/{name}/Cargo.toml")));
+        assert!(
+            manifest.contains(&format!("name = \"semanifest-{name}\""))
+                && manifest.contains(&format!("name = \"{name}\"")),
+            "crates/{name}: package semanifest-{name}, library {name}"
+        );
+        actual.insert(name, manifest_dependencies(&manifest));
+    }
+    assert!(actual["relabel"].contains("selabel"));
+    let text = read(&workspace().join("ARCHITECTURE.md"));
     let section = text
         .split("\n## Dependencies\n")
         .nth(1)
@@ -555,9 +597,9 @@ fn architecture_lists_the_dependencies_the_code_has() {
     let documented = documented_dependencies(section);
     assert_eq!(
         documented, actual,
-        "ARCHITECTURE.md (left) and the code (right) disagree"
+        "ARCHITECTURE.md (left) and the crates' Cargo.toml (right) disagree"
     );
-    let fewer = section.replacen("`relabel` → `fcontext`, ", "`relabel` → ", 1);
+    let fewer = section.replacen("`relabel` → `fsroot`, ", "`relabel` → ", 1);
     assert_ne!(documented_dependencies(&fewer), actual);
 }
 
@@ -587,10 +629,10 @@ fn tree(files: &[(&str, &str)]) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// Controls: each kind of violation is found, written every way the
-/// reader has to understand, and nothing is found where there is none.
+/// Controls: each kind of cycle is found, written every way the reader
+/// has to understand, and nothing is found where there is none.
 #[test]
-fn the_reader_finds_each_kind_of_violation() {
+fn the_reader_finds_each_kind_of_cycle() {
     let base = [
         ("lib.rs", "pub mod check; pub mod k8s; pub mod fc;"),
         ("check/mod.rs", "pub mod report; use crate::k8s::Audit;"),
@@ -619,14 +661,14 @@ fn the_reader_finds_each_kind_of_violation() {
         "\nfn f() -> crate::check::report::Finding { todo!() }",
     ] {
         let found = with("k8s.rs", code);
-        assert_eq!(found.len(), 2, "{code}: {found:#?}"); // the use, and the cycle
-        assert!(found[0].starts_with("k8s line 2 names check"), "{found:#?}");
+        assert_eq!(found.len(), 1, "{code}: {found:#?}");
         assert!(
-            found[1].starts_with("cycle among the modules of crate"),
+            found[0].starts_with("cycle among the modules of crate: check → k8s")
+                && found[0].contains("k8s line 2 names check"),
             "{found:#?}"
         );
     }
-    // Not code: comments, strings, raw strings.
+    // Not code: comments, strings, raw strings; not this crate: `::name`.
     for code in [
         "\n// use crate::check::report::Finding;",
         "\n/* crate::check:: */",
@@ -636,6 +678,10 @@ fn the_reader_finds_each_kind_of_violation() {
     ] {
         assert_eq!(with("k8s.rs", code), Vec::<String>::new(), "{code}");
     }
+    assert_eq!(
+        with("fc/matcher.rs", "\nuse ::directory::Step;"),
+        Vec::<String>::new()
+    );
     // A cycle inside a module, through `super::` or a submodule's name.
     for code in [
         "\nuse super::directory::Step;",
@@ -689,37 +735,65 @@ fn the_reader_finds_each_kind_of_violation() {
     );
 }
 
-/// Stems two or more files under `src/` may share, each with every file
-/// that may hold it: the same thing seen from two sides, never two things.
+/// Names two or more files of the workspace may give their modules, each
+/// with every file that may hold it: the same thing seen from two sides,
+/// never two things.
 const SHARED_STEMS: [(&str, &[&str]); 9] = [
     // `cli/<subcommand>.rs` is named after its subcommand, which is the
-    // library module it drives.
-    ("apply", &["cli/apply.rs", "node/apply.rs"]),
-    ("check", &["check/mod.rs", "cli/check.rs"]),
-    ("diff", &["diff/mod.rs", "cli/diff.rs"]),
-    ("prune", &["cli/prune.rs", "node/prune.rs"]),
-    ("relabel", &["relabel/mod.rs", "cli/relabel.rs"]),
-    ("units", &["units/mod.rs", "cli/units.rs"]),
+    // library it drives.
+    ("apply", &["src/cli/apply.rs", "crates/node/src/apply.rs"]),
+    ("check", &["src/check/mod.rs", "src/cli/check.rs"]),
+    ("diff", &["src/diff/mod.rs", "src/cli/diff.rs"]),
+    ("prune", &["src/cli/prune.rs", "crates/node/src/prune.rs"]),
+    (
+        "relabel",
+        &["crates/relabel/src/lib.rs", "src/cli/relabel.rs"],
+    ),
+    ("units", &["crates/units/src/lib.rs", "src/cli/units.rs"]),
     // `semanifest layout` shows and validates the layout manifest that
-    // `check`'s layout phase checks.
-    ("layout", &["check/layout.rs", "cli/layout.rs"]),
+    // the `layout` crate reads and `check`'s layout phase checks.
+    (
+        "layout",
+        &[
+            "crates/layout/src/lib.rs",
+            "src/check/layout.rs",
+            "src/cli/layout.rs",
+        ],
+    ),
     // `check`'s store phase checks a layout against the store `store` reads.
-    ("store", &["store/mod.rs", "check/store.rs"]),
+    ("store", &["crates/store/src/lib.rs", "src/check/store.rs"]),
     // Each producer's own list of `diag::Rule`s.
-    ("rules", &["check/rules.rs", "manifest/rules.rs"]),
+    (
+        "rules",
+        &["src/check/rules.rs", "crates/layout/src/manifest/rules.rs"],
+    ),
 ];
 
-/// Files whose module name (file stem; a directory's for `mod.rs`) another
-/// file has too, unless [`SHARED_STEMS`] allows every file holding it.
+/// The name a file gives its module: a crate's `lib.rs` its crate's, a
+/// `mod.rs` its directory's, any other file its stem; `None` for this
+/// package's `lib.rs` and `main.rs`.
+fn module_name(file: &str) -> Option<&str> {
+    if file == "src/lib.rs" || file == "src/main.rs" {
+        return None;
+    }
+    if let Some(krate) = file
+        .strip_prefix("crates/")
+        .and_then(|rest| rest.strip_suffix("/src/lib.rs"))
+    {
+        return Some(krate);
+    }
+    let module = file.trim_end_matches(".rs").trim_end_matches("/mod");
+    Some(module.rsplit('/').next().unwrap_or(module))
+}
+
+/// Files whose module name another file has too, unless [`SHARED_STEMS`]
+/// allows every file holding it.
 fn shared_stems(files: &BTreeMap<String, String>) -> Vec<String> {
     let mut by_stem: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     for file in files.keys() {
-        if file == "lib.rs" || file == "main.rs" {
-            continue;
+        if let Some(stem) = module_name(file) {
+            by_stem.entry(stem).or_default().insert(file);
         }
-        let module = file.trim_end_matches(".rs").trim_end_matches("/mod");
-        let stem = module.rsplit('/').next().unwrap_or(module);
-        by_stem.entry(stem).or_default().insert(file);
     }
     by_stem
         .into_iter()
@@ -741,13 +815,10 @@ fn shared_stems(files: &BTreeMap<String, String>) -> Vec<String> {
 /// file not on its list is found, and the allowed pairs are not.
 #[test]
 fn no_two_modules_share_a_name_for_different_things() {
-    let mut files = BTreeMap::new();
-    read_tree(
-        Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/src")),
-        "",
-        &mut files,
+    let files = workspace_files();
+    assert!(
+        files.contains_key("crates/policy/src/lib.rs") && files.contains_key("src/cli/check.rs")
     );
-    assert!(files.contains_key("policy/mod.rs") && files.contains_key("cli/check.rs"));
     let found = shared_stems(&files);
     assert!(
         found.is_empty(),
@@ -761,20 +832,20 @@ fn no_two_modules_share_a_name_for_different_things() {
         shared_stems(&files)
     };
     assert_eq!(
-        with("check/policy.rs"),
-        ["`policy` names check/policy.rs and policy/mod.rs"]
+        with("src/check/policy.rs"),
+        ["`policy` names crates/policy/src/lib.rs and src/check/policy.rs"]
     );
     assert_eq!(
-        with("diff/store.rs"),
-        ["`store` names check/store.rs and diff/store.rs and store/mod.rs"]
+        with("src/diff/store.rs"),
+        ["`store` names crates/store/src/lib.rs and src/check/store.rs and src/diff/store.rs"]
     );
     assert_eq!(
         shared_stems(&tree(&[
-            ("lib.rs", ""),
-            ("check/mod.rs", ""),
-            ("check/rules.rs", ""),
-            ("manifest/rules.rs", ""),
-            ("cli/check.rs", ""),
+            ("src/lib.rs", ""),
+            ("src/check/mod.rs", ""),
+            ("src/check/rules.rs", ""),
+            ("crates/layout/src/manifest/rules.rs", ""),
+            ("src/cli/check.rs", ""),
         ])),
         Vec::<String>::new()
     );

@@ -4,9 +4,9 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use layout::diag::Source;
+use layout::manifest;
 use proptest::prelude::*;
-use semanifest::diag::Source;
-use semanifest::{manifest, policy};
 
 #[derive(Debug, Clone)]
 enum Mutation {

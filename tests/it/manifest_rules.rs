@@ -2,9 +2,8 @@
 //! at the exact line:column of the offending value. Each case is a whole
 //! manifest so the positions can be read off the text.
 
-use semanifest::diag::{Diagnostic, Severity, Source};
-use semanifest::manifest;
-use semanifest::policy;
+use layout::diag::{Diagnostic, Severity, Source};
+use layout::manifest;
 
 /// Every diagnostic for `yaml`: (severity, code, "line:col", message).
 fn diagnose(yaml: &str) -> Vec<(Severity, &'static str, String, String)> {
@@ -496,10 +495,10 @@ fn codes_belong_to_the_documented_rules() {
             .to_owned()
     };
     let names = |row: &str, code: &str| row.contains(&format!("`{code}`"));
-    for rule in semanifest::manifest::rules::RULES {
+    for rule in manifest::rules::RULES {
         row(rule.id);
     }
-    for code in semanifest::manifest::codes::CODES {
+    for code in manifest::codes::CODES {
         let own = row(code.rule.id);
         assert!(
             names(&own, code.id) || code.rule.id == "layout-value",
@@ -507,7 +506,7 @@ fn codes_belong_to_the_documented_rules() {
             code.id,
             code.rule.id
         );
-        for other in semanifest::manifest::rules::RULES {
+        for other in manifest::rules::RULES {
             if other.id != code.rule.id {
                 assert!(
                     !names(&row(other.id), code.id),

@@ -5,9 +5,9 @@ use std::collections::BTreeSet;
 use std::fmt::Write;
 use std::fs;
 
+use layout::diag::Source;
+use layout::manifest;
 use proptest::prelude::*;
-use semanifest::diag::Source;
-use semanifest::{manifest, policy};
 
 #[derive(Debug, Clone)]
 struct PathSpec {
@@ -81,9 +81,7 @@ fn render(domains: usize, paths: &[PathSpec], hostpath_seed: u8) -> String {
         if spec.protected {
             yaml.push_str("      protected: true\n");
         } else {
-            let covers_protected = protected
-                .iter()
-                .any(|p| semanifest::model::is_within(p, path));
+            let covers_protected = protected.iter().any(|p| layout::model::is_within(p, path));
             let under_root = false;
             if !covers_protected && !under_root && (i as u8 ^ hostpath_seed).is_multiple_of(3) {
                 yaml.push_str("      hostPath: true\n      removable: true\n");

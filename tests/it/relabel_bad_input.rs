@@ -9,8 +9,8 @@ use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::support::relabel::*;
-use semanifest::fcontext::{FileContexts, FileKind};
-use semanifest::relabel::{self, Collector, LabelLookup, RelabelOptions};
+use relabel::{self, Collector, LabelLookup, RelabelOptions};
+use selabel::{FileContexts, FileKind};
 
 const SPECS: &str = "\
 /srv(/.*)?\tsystem_u:object_r:var_t:s0
@@ -249,7 +249,7 @@ impl LabelLookup for VanishingLookup {
     }
 
     fn subdirectory(&self, parent: &Vec<u8>, name: &[u8]) -> Vec<u8> {
-        semanifest::fcontext::entry_key(parent, name)
+        selabel::entry_key(parent, name)
     }
 
     fn entry_label<'a>(

@@ -7,9 +7,9 @@ use std::fs;
 use std::path::Path;
 use std::process::Command;
 
+use k8s::{self, HostPathRules, LayoutPathRule, NormalPath, RootRule};
+use layout::diag::{Finding, Location, Pos, Related, Severity};
 use semanifest::check::report;
-use semanifest::diag::{Finding, Location, Pos, Related, Severity};
-use semanifest::k8s::{self, HostPathRules, LayoutPathRule, NormalPath, RootRule};
 
 /// Runs the validator on `sarif`; Ok(stdout) when valid, Err(stdout) when not.
 fn validate(sarif: &str) -> Result<String, String> {

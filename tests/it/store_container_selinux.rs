@@ -167,7 +167,7 @@ fn leaky_include_fails_at_the_manifest_line() {
     let err = stderr(&output);
     assert_eq!(output.status.code(), Some(2), "{err}");
     // The line of `protected: true` of /var/lib/kubelet/pki.
-    let lines: Vec<&str> = semanifest::manifest::DEFAULT_LAYOUT.lines().collect();
+    let lines: Vec<&str> = layout::manifest::DEFAULT_LAYOUT.lines().collect();
     let pki = lines
         .iter()
         .position(|line| line.ends_with("- path: /var/lib/kubelet/pki"))

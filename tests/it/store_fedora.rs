@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 use crate::support::fc_oracle::{Answer, LibSelinux};
 use crate::support::store::{copy_of, digest, fedora_store, semodule_install, store_dir};
 use crate::support::{run, run_ok, semanifest, stderr, stdout, tool};
-use semanifest::fcontext::FileKind;
+use selabel::FileKind;
 
 const MODULE: &str = "structured_var";
 const POLICY: &str = "targeted";
@@ -326,7 +326,7 @@ fn the_extracted_store_gives_the_same_module_and_policy() {
         return;
     };
     let cil = tempfile::tempdir().unwrap();
-    for module in semanifest::store::Store::open(&root).unwrap().modules {
+    for module in store::Store::open(&root).unwrap().modules {
         fs::write(cil.path().join(format!("{}.cil", module.name)), &module.cil).unwrap();
     }
     fs::copy(

@@ -14,8 +14,8 @@ use std::process::{Command, Output};
 use crate::support::fc_oracle::{Answer, LibSelinux};
 use crate::support::store::{copy_of, refpolicy_store, semodule_install, store_dir};
 use crate::support::{run, run_ok, semanifest, stderr, stdout, tool};
-use semanifest::fcontext::FileKind;
-use semanifest::manifest::DEFAULT_LAYOUT;
+use selabel::FileKind;
+use layout::manifest::DEFAULT_LAYOUT;
 
 const MODULE: &str = "structured_var";
 const FC: &str = "etc/selinux/default/contexts/files/file_contexts";
@@ -482,7 +482,7 @@ fn store_owners_keep_their_access_and_every_other_loss_is_named() {
 /// say how it is compiled and aliased.
 fn extracted(root: &Path, with_settings: bool) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    for module in semanifest::store::Store::open(root).unwrap().modules {
+    for module in store::Store::open(root).unwrap().modules {
         fs::write(dir.path().join(format!("{}.cil", module.name)), &module.cil).unwrap();
     }
     if with_settings {

@@ -13,8 +13,8 @@ use std::sync::OnceLock;
 use crate::support::store::{copy_of, digest, refpolicy_store};
 use crate::support::{run, run_ok, semanifest, stderr, stdout, tool};
 use fc_oracle::{Answer, LibSelinux};
-use semanifest::fcontext::FileKind;
-use semanifest::store::{Baseline, ModuleOptions, Store};
+use selabel::FileKind;
+use store::{Baseline, ModuleOptions, Store};
 
 const MODULE: &str = "structured_var";
 const INSTALLED_FC: &str = "etc/selinux/default/contexts/files/file_contexts";
@@ -515,12 +515,12 @@ fn every_store_form_compiles_to_the_same_policy() {
     let from_root = Baseline::prepare(&root, &options, None).unwrap();
     assert!(matches!(
         from_root.verification().unwrap(),
-        semanifest::store::Verification::Identical { .. }
+        store::Verification::Identical { .. }
     ));
     let from_store_dir = Baseline::prepare(&store_dir(&root), &options, None).unwrap();
     assert!(matches!(
         from_store_dir.verification().unwrap(),
-        semanifest::store::Verification::Identical { .. }
+        store::Verification::Identical { .. }
     ));
     // A directory of CIL as `semodule -E --cil` writes it.
     let extracted = tempfile::tempdir().unwrap();
@@ -534,13 +534,10 @@ fn every_store_form_compiles_to_the_same_policy() {
     let from_cil = Baseline::prepare(extracted.path(), &options, None).unwrap();
     assert!(matches!(
         from_cil.verification().unwrap(),
-        semanifest::store::Verification::Unavailable { .. }
+        store::Verification::Unavailable { .. }
     ));
     let policy = |b: &Baseline| fs::read(b.stock_policy()).unwrap();
     assert_eq!(policy(&from_root), policy(&from_store_dir));
     assert_eq!(policy(&from_root), policy(&from_cil));
-    assert_eq!(
-        from_root.profile.name,
-        semanifest::store::ProfileName::Refpolicy
-    );
+    assert_eq!(from_root.profile.name, store::ProfileName::Refpolicy);
 }

@@ -15,12 +15,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::support::{data, run, semanifest, stderr, tool};
-use semanifest::diag::Source;
-use semanifest::fcontext::FileKind;
-use semanifest::fsroot::Root;
-use semanifest::manifest::{self, Parsed};
-use semanifest::policy;
-use semanifest::units::{self, Image, UnitSet, UnitsOptions, UNIT_DIR};
+use fsroot::Root;
+use layout::diag::Source;
+use layout::manifest::{self, Parsed};
+use selabel::FileKind;
+use units::{self, Image, UnitSet, UnitsOptions, UNIT_DIR};
 
 /// The default layout and every layout under tests/data/layouts, with the
 /// file each was read from (None for the embedded one).
@@ -639,7 +638,7 @@ fn symlinks_that_cannot_be_an_equivalence_are_errors() {
         let out = tempfile::tempdir().unwrap();
         let output = run(semanifest()
             .arg("units")
-            .arg("--root")
+            .arg("--image")
             .arg(root.path())
             .arg("--out")
             .arg(out.path()));

@@ -11,8 +11,8 @@ use std::process::{Command, Output};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use semanifest::fsroot::Root;
-use semanifest::node::{self, RemoveOptions};
+use fsroot::Root;
+use node::{self, RemoveOptions};
 
 use super::arena::*;
 
@@ -787,8 +787,7 @@ fn racing_symlink_swaps_never_make_rm_delete_outside() {
     let arena = placed(Fs::Tmpfs);
     let etcd = arena.path("var/lib/etcd");
     let t = arena.path("var/mnt/t");
-    let parsed = semanifest::manifest::default_layout(&semanifest::policy::base_facts())
-        .expect("default layout");
+    let parsed = layout::manifest::default_layout(&policy::base_facts()).expect("default layout");
     let root = Root::open(&arena.root).expect("root");
     let options = RemoveOptions {
         recursive: true,
@@ -897,7 +896,7 @@ fn etcd_of(arena: &Arena) -> PathBuf {
 
 /// Clears `t` with the library while the swapper runs (a partial run
 /// may leave some of it).
-fn clear_while_racing(t: &Path, layout: &semanifest::model::Layout, root: &Root) {
+fn clear_while_racing(t: &Path, layout: &layout::model::Layout, root: &Root) {
     let options = RemoveOptions {
         recursive: true,
         dry_run: false,

@@ -1,6 +1,6 @@
 //! Differential oracle: the real libselinux 3.4 (`selabel_open` +
 //! `selabel_lookup_raw` through the `selinux` crate) against
-//! `semanifest::fcontext::FileContexts`, on the same files and keys.
+//! `selabel::FileContexts`, on the same files and keys.
 //!
 //! Use from any test module:
 //!
@@ -16,8 +16,8 @@
 use std::ffi::{c_int, c_void, CString};
 use std::path::Path;
 
+use selabel::{entry_key, Directory, FileContexts, FileKind};
 use selinux::label::{back_end, Labeler};
-use semanifest::fcontext::{entry_key, Directory, FileContexts, FileKind};
 
 /// `SELABEL_OPT_PATH` from `<selinux/label.h>`.
 const SELABEL_OPT_PATH: c_int = 3;

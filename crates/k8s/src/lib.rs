@@ -1,0 +1,45 @@
+//! Kubernetes workload YAML, read for the hostPath volumes it mounts and
+//! checked against the node's layout.
+//!
+//! Flow: [`load_paths`] (filesystem: `--k8s` files and directories, read
+//! like `kubectl apply -R -f`) → [`parse_str`] (text only: the stream split
+//! into documents, each parsed on its own; `List`s, workload kinds) →
+//! [`Manifests`] (plain facts with positions, and the documents that could
+//! not be read) → [`audit`] with [`HostPathRules`] →
+//! [`Finding`](layout::diag::Finding)s.
+//!
+//! Invariants:
+//! - The parser never touches the filesystem; only [`load_paths`] does.
+//! - Every fact a finding points at carries the line and column it was
+//!   written at, and positions name files as the user gave them.
+//! - Bad input never panics. A document that cannot be read is an
+//!   [`InvalidDocument`] with its position and never hides the other
+//!   documents of its file; unknown kinds, workloads pinned to another OS
+//!   and directory entries that are not manifests are skipped and noted,
+//!   never rejected. Only a file that cannot be read at all is a
+//!   [`FileReadError`].
+//! - Paths are compared per component after normalising them the way the
+//!   API server and the kernel do ([`NormalPath`]); nothing here resolves
+//!   symlinks on the node: that is what the SELinux labels are for.
+
+mod api;
+mod audit;
+mod files;
+mod load;
+mod path;
+mod stream;
+mod workload;
+
+pub use audit::{
+    audit, invalid_document, HostPathRules, LayoutPathRule, RootRule, RULES, RULE_INVALID_OBJECT,
+    RULE_INVALID_PATH, RULE_INVALID_YAML, RULE_OUTSIDE_ROOT, RULE_PRIVILEGED, RULE_PROTECTED,
+    RULE_SELINUX_TYPE, RULE_SKIPPED, RULE_SKIPPED_FILE, RULE_SKIPPED_NON_LINUX,
+    RULE_SOCKET_OR_DEVICE, RULE_WRITABLE_READ_ONLY,
+};
+pub use files::{load_paths, FileReadError, Loaded};
+pub use load::{parse_source, parse_str};
+pub use path::{HostPathError, NormalPath};
+pub use workload::{
+    ContainerKind, HostPathMount, HostPathVolume, InvalidDocument, Invalidity, Manifests,
+    PathOrigin, SkipReason, SkippedFile, SkippedObject, SourceFile, Sourced, Workload,
+};

@@ -1,0 +1,397 @@
+//! Reading Kubernetes YAML: [`parse_source`] turns one file's text into
+//! [`Manifests`] without touching the filesystem, one document at a time
+//! ([`super::stream`]), so a document that cannot be read is reported on
+//! its own and the others are still read.
+
+use std::sync::Arc;
+
+use serde::de::IgnoredAny;
+use serde_saphyr::{Budget, DuplicateKeyPolicy, MessageFormatter, Spanned, UserMessageFormatter};
+
+use super::api::{self, is_list_kind, RawObject, Spec, WorkloadKind, OS_LABELS};
+use super::stream;
+use super::workload::{
+    ContainerKind, HostPathMount, HostPathVolume, InvalidDocument, Invalidity, Manifests,
+    PathOrigin, SkippedObject, SourceFile, Sourced, Workload,
+};
+use layout::diag::Pos;
+
+/// YAML options shared by every Kubernetes input.
+fn yaml_options(strict: bool) -> serde_saphyr::Options {
+    let mut budget = Budget::default();
+    // The defaults suit one config file; a rendered chart's workload runs to
+    // many more nodes. These grow only linearly with the document size; the
+    // nesting and alias limits that stop YAML bombs stay at their defaults.
+    budget.max_nodes = 1 << 24;
+    budget.max_events = 1 << 26;
+    serde_saphyr::options! {
+        // `readOnly: yes` is true to the API server's YAML 1.1 decoder but a
+        // string elsewhere; refuse the spelling instead of guessing.
+        strict_booleans: strict,
+        // A second `path:` could hide the first from a reviewer.
+        duplicate_keys: if strict { DuplicateKeyPolicy::Error } else { DuplicateKeyPolicy::LastWins },
+        with_snippet: false,
+        budget: Some(budget),
+    }
+}
+
+/// Parses one file's text (any number of YAML documents). `name` is how
+/// positions will name the file.
+pub fn parse_str(name: &str, text: &str) -> Manifests {
+    parse_source(Arc::new(SourceFile::new(name.to_owned(), text.to_owned())))
+}
+
+/// [`parse_str`] on an already shared source. Never fails: a document that
+/// cannot be read lands in [`Manifests::invalid`].
+pub fn parse_source(source: Arc<SourceFile>) -> Manifests {
+    let mut manifests = Manifests::default();
+    for document in stream::documents(source.text()) {
+        let doc = Doc {
+            source: &source,
+            line_offset: document.first_line,
+        };
+        match serde_saphyr::from_multiple_with_options::<Spanned<RawObject>>(
+            document.text,
+            yaml_options(true),
+        ) {
+            Ok(objects) => {
+                for object in objects {
+                    doc.collect(object, &mut manifests);
+                }
+            }
+            Err(error) => match doc.objects_not_read(document.text) {
+                Some(skipped) => manifests.skipped.extend(skipped),
+                None => manifests.invalid.push(doc.invalid(document.text, &error)),
+            },
+        }
+    }
+    manifests
+}
+
+/// One document of a source: positions from the parser are relative to
+/// the document and are shifted by `line_offset` here.
+struct Doc<'a> {
+    source: &'a Arc<SourceFile>,
+    line_offset: u32,
+}
+
+impl Doc<'_> {
+    fn position(&self, location: &serde_saphyr::Location) -> Pos {
+        let width = usize::try_from(location.span().len()).unwrap_or(usize::MAX);
+        let pos = Pos::of(location, width);
+        Pos {
+            line: pos.line.saturating_add(self.line_offset),
+            ..pos
+        }
+    }
+
+    fn sourced<T>(&self, spanned: Spanned<T>) -> Sourced<T> {
+        Sourced {
+            position: self.position(&spanned.referenced),
+            value: spanned.value,
+        }
+    }
+
+    /// A document whose `spec` comes before its `kind` is read as if it
+    /// were a workload's (see `api`); when that fails and the kind turns
+    /// out not to be one, the failure was ours, not the document's: it is a
+    /// skipped object like any other of its kind.
+    fn objects_not_read(&self, text: &str) -> Option<Vec<SkippedObject>> {
+        #[derive(serde::Deserialize)]
+        struct KindOnly {
+            kind: Option<Spanned<String>>,
+        }
+        let objects: Vec<Spanned<KindOnly>> =
+            serde_saphyr::from_multiple_with_options(text, yaml_options(true)).ok()?;
+        let mut skipped = Vec::new();
+        for object in objects {
+            let kind = object.value.kind?;
+            if WorkloadKind::of(&kind.value).is_some() || is_list_kind(&kind.value) {
+                return None;
+            }
+            skipped.push(SkippedObject {
+                source: Arc::clone(self.source),
+                kind: Some(self.sourced(kind)),
+                position: self.position(&object.referenced),
+            });
+        }
+        Some(skipped)
+    }
+
+    fn invalid(&self, text: &str, error: &serde_saphyr::Error) -> InvalidDocument {
+        let position = error
+            .location()
+            .filter(|l| l.line() > 0)
+            .map(|l| self.position(&l))
+            .unwrap_or(Pos {
+                line: self.line_offset.saturating_add(1),
+                column: 1,
+                width: 0,
+            });
+        // The position is reported separately; take the bare message, with
+        // control characters (from the input) made visible.
+        let message: String = UserMessageFormatter
+            .format_message(error.without_snippet())
+            .chars()
+            .flat_map(|c| {
+                let escaped: Vec<char> = if c.is_control() {
+                    c.escape_default().collect()
+                } else {
+                    vec![c]
+                };
+                escaped
+            })
+            .collect();
+        // An unrendered template is not the YAML it will become, whether or
+        // not its braces happen to parse as flow mappings; size limits say
+        // nothing about templating.
+        let template =
+            template_line(text).filter(|_| !matches!(error, serde_saphyr::Error::Budget { .. }));
+        let invalidity = match template {
+            Some(line) => Invalidity::Templated {
+                template_line: line.saturating_add(self.line_offset),
+            },
+            // Is it YAML at all? Read it again with nothing but YAML's own
+            // rules: if that works, the document broke a rule of ours (a
+            // shape, a duplicate key, a `yes`), not the syntax.
+            None if serde_saphyr::from_multiple_with_options::<IgnoredAny>(
+                text,
+                yaml_options(false),
+            )
+            .is_ok() =>
+            {
+                Invalidity::NotAnObject
+            }
+            None => Invalidity::NotYaml,
+        };
+        InvalidDocument {
+            source: Arc::clone(self.source),
+            position,
+            message,
+            invalidity,
+        }
+    }
+
+    fn collect(&self, object: Spanned<RawObject>, out: &mut Manifests) {
+        let position = self.position(&object.referenced);
+        let RawObject {
+            kind,
+            name,
+            namespace,
+            spec,
+            template,
+            items,
+        } = object.value;
+        let Some(kind) = kind.map(|k| self.sourced(k)) else {
+            out.skipped.push(SkippedObject {
+                source: Arc::clone(self.source),
+                kind: None,
+                position,
+            });
+            return;
+        };
+        if is_list_kind(&kind.value) {
+            for item in items.into_iter().flatten() {
+                self.collect(item, out);
+            }
+            return;
+        }
+        let Some(workload_kind) = WorkloadKind::of(&kind.value) else {
+            out.skipped.push(SkippedObject {
+                source: Arc::clone(self.source),
+                kind: Some(kind),
+                position,
+            });
+            return;
+        };
+        let pod = match workload_kind {
+            WorkloadKind::Pod => spec,
+            WorkloadKind::Controller => spec
+                .and_then(|s| s.template)
+                .and_then(|t| t.spec.map(|b| *b)),
+            WorkloadKind::CronJob => spec
+                .and_then(|s| s.job_template)
+                .and_then(|j| j.spec)
+                .and_then(|s| s.template)
+                .and_then(|t| t.spec.map(|b| *b)),
+            WorkloadKind::PodTemplate => template.and_then(|t| t.spec.map(|b| *b)),
+        };
+        let (host_path_volumes, pinned_os) = match pod {
+            Some(mut pod) => {
+                let pinned_os = self.pinned_os(&mut pod);
+                (self.host_path_volumes(pod), pinned_os)
+            }
+            None => (Vec::new(), None),
+        };
+        out.workloads.push(Workload {
+            source: Arc::clone(self.source),
+            kind,
+            name,
+            namespace,
+            host_path_volumes,
+            pinned_os,
+        });
+    }
+
+    /// The non-Linux OS the pod spec pins, located at the value that pins
+    /// it: `nodeSelector`, or required node affinity whose every term
+    /// excludes Linux on the OS label (`In` without `linux`, `NotIn` with it).
+    fn pinned_os(&self, pod: &mut Spec) -> Option<Sourced<String>> {
+        if let Some(os) = pod.node_selector.take().and_then(|s| s.os) {
+            return match os.value.0.clone() {
+                Some(value) if value != "linux" => {
+                    Some(self.sourced(Spanned::new(value, os.referenced, os.defined)))
+                }
+                _ => None,
+            };
+        }
+        let terms = pod
+            .affinity
+            .take()
+            .and_then(|a| a.node_affinity)
+            .and_then(|n| n.required)
+            .and_then(|r| r.node_selector_terms)?;
+        let mut first_pin = None;
+        for term in &terms {
+            let pin = term
+                .match_expressions
+                .iter()
+                .flatten()
+                .find_map(|requirement| {
+                    let key = requirement.key.as_ref()?.0.as_deref()?;
+                    if !OS_LABELS.contains(&key) {
+                        return None;
+                    }
+                    let values = requirement.values.as_deref().unwrap_or_default();
+                    let names: Vec<Option<&str>> =
+                        values.iter().map(|v| v.value.0.as_deref()).collect();
+                    match requirement.operator.as_ref()?.0.as_deref()? {
+                        "In" if !values.is_empty() && !names.contains(&Some("linux")) => {
+                            values.first()
+                        }
+                        "NotIn" => values
+                            .iter()
+                            .find(|v| v.value.0.as_deref() == Some("linux")),
+                        _ => None,
+                    }
+                });
+            match pin {
+                Some(value) => {
+                    first_pin.get_or_insert(value);
+                }
+                // One term that admits Linux is enough to run here.
+                None => return None,
+            }
+        }
+        let pin = first_pin?;
+        let os = match pin.value.0.as_deref() {
+            // `NotIn: [linux]` pins "not Linux"; say so.
+            Some("linux") => "not linux".to_owned(),
+            Some(value) => value.to_owned(),
+            None => return None,
+        };
+        Some(Sourced {
+            value: os,
+            position: self.position(&pin.referenced),
+        })
+    }
+
+    fn host_path_volumes(&self, pod: Spec) -> Vec<HostPathVolume> {
+        let pod_selinux_type = pod
+            .security_context
+            .and_then(|sc| sc.se_linux_options)
+            .and_then(|options| options.selinux_type);
+        let containers: Vec<(ContainerKind, api::Container)> = [
+            (ContainerKind::Init, pod.init_containers),
+            (ContainerKind::Regular, pod.containers),
+            (ContainerKind::Ephemeral, pod.ephemeral_containers),
+        ]
+        .into_iter()
+        .flat_map(|(kind, list)| list.into_iter().flatten().map(move |c| (kind, c)))
+        .collect();
+
+        let mut volumes = Vec::new();
+        for volume in pod.volumes.into_iter().flatten() {
+            let Some(host_path) = volume.host_path else {
+                continue;
+            };
+            let name = volume.name.value;
+            let mut mounts = Vec::new();
+            for (container_kind, container) in &containers {
+                let (privileged, container_selinux) = match &container.security_context {
+                    Some(sc) => (sc.privileged.clone(), sc.se_linux_options.as_ref()),
+                    None => (None, None),
+                };
+                // The kubelet replaces the pod's seLinuxOptions with the
+                // container's as a whole, not field by field.
+                let selinux_type = match container_selinux {
+                    Some(options) => options.selinux_type.clone(),
+                    None => pod_selinux_type.clone(),
+                };
+                for mount in container.volume_mounts.iter().flatten() {
+                    if mount.name != name {
+                        continue;
+                    }
+                    mounts.push(HostPathMount {
+                        container: container.name.value.clone(),
+                        container_kind: *container_kind,
+                        mount_path: self.sourced(mount.mount_path.clone()),
+                        read_only: mount.read_only.clone().map(|r| self.sourced(r)),
+                        mount_propagation: mount.mount_propagation.clone(),
+                        sub_path: mount.sub_path.clone().map(|s| self.sourced(s)),
+                        sub_path_expr: mount.sub_path_expr.clone(),
+                        privileged: privileged.clone().map(|p| self.sourced(p)),
+                        selinux_type: selinux_type.clone().map(|t| self.sourced(t)),
+                    });
+                }
+            }
+            let (path, path_origin) = self.path_value(host_path.path, &host_path.path_key);
+            volumes.push(HostPathVolume {
+                name,
+                path,
+                path_origin,
+                path_type: host_path.path_type.map(|t| self.sourced(t)),
+                mounts,
+            });
+        }
+        volumes
+    }
+
+    /// Locates a `path:` value. A value used after its key was written
+    /// there, possibly as an alias (`path: *p`); one used where its key is
+    /// came with the mapping holding both, through `<<:` or an alias, and
+    /// is reported where that mapping writes it.
+    fn path_value(
+        &self,
+        path: Spanned<String>,
+        key: &serde_saphyr::Location,
+    ) -> (Sourced<String>, Option<PathOrigin>) {
+        let used = (path.referenced.line(), path.referenced.column());
+        let written_after_key = used > (key.line(), key.column());
+        let known = |l: &serde_saphyr::Location| l.line() > 0;
+        let same = path.referenced == path.defined || !known(&path.defined);
+        let (at, origin) = if written_after_key || same {
+            let origin = (!same).then(|| PathOrigin::Anchor(self.position(&path.defined)));
+            (self.position(&path.referenced), origin)
+        } else {
+            (
+                self.position(&path.defined),
+                Some(PathOrigin::Merged(self.position(&path.referenced))),
+            )
+        };
+        (
+            Sourced {
+                value: path.value,
+                position: at,
+            },
+            origin,
+        )
+    }
+}
+
+/// First line holding `{{`, the mark of an unrendered Helm/Go template.
+fn template_line(text: &str) -> Option<u32> {
+    text.lines()
+        .position(|line| line.contains("{{"))
+        .map(|index| u32::try_from(index + 1).unwrap_or(u32::MAX))
+}
