@@ -51,4 +51,5 @@ mod store_fedora;
 mod store_quirks;
 mod store_refpolicy;
 mod support;
+mod system_pcre2;
 mod units;
