@@ -378,15 +378,7 @@ fn audit_volume(
     let report = VolumeReporter { workload, volume };
     let raw = &volume.path.value;
 
-    if let Some(path_type) = &volume.path_type {
-        if !VALID_HOST_PATH_TYPES.contains(&path_type.value.as_str()) {
-            findings.push(report.finding(
-                &RULE_INVALID_PATH,
-                format!("unknown hostPath type `{}`", path_type.value),
-                vec![report.related(path_type, "the type".to_owned())],
-            ));
-        }
-    }
+    findings.extend(unknown_type(&report));
     let path = match NormalPath::parse(raw) {
         Ok(path) => path,
         Err(error) => {
@@ -404,97 +396,130 @@ fn audit_volume(
         }
     };
 
-    if !rules.roots.iter().any(|root| root.path.contains(&path)) {
-        let roots: Vec<&str> = rules.roots.iter().map(|r| r.path.as_str()).collect();
-        let related = rules
-            .roots
-            .iter()
-            .filter_map(|r| {
-                declared(
-                    &r.declared_at,
-                    format!("hostPath root {} declared here", r.path),
-                )
-            })
-            .collect();
-        findings.push(report.finding(
-            &RULE_OUTSIDE_ROOT,
-            format!(
-                "`{path}` is outside every hostPath root ({})",
-                if roots.is_empty() {
-                    "the layout declares none".to_owned()
-                } else {
-                    roots.join(", ")
-                }
-            ),
-            related,
-        ));
-    }
-
-    let exposed: Vec<&LayoutPathRule> = rules
-        .protected
-        .iter()
-        .filter(|p| p.path.contains(&path) || path.contains(&p.path))
-        .collect();
-    if !exposed.is_empty() {
-        let list = |relation: fn(&NormalPath, &NormalPath) -> bool| {
-            exposed
-                .iter()
-                .filter(|p| relation(&p.path, &path))
-                .map(|p| p.path.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let equal = list(|protected, path| protected == path);
-        let ancestors = list(|protected, path| protected != path && protected.contains(path));
-        let below = list(|protected, path| protected != path && path.contains(protected));
-        let mut parts = Vec::new();
-        if !equal.is_empty() {
-            parts.push(format!("is protected path {equal}"));
-        }
-        if !ancestors.is_empty() {
-            parts.push(format!("lies inside protected path(s) {ancestors}"));
-        }
-        if !below.is_empty() {
-            parts.push(format!("exposes protected path(s) below it: {below}"));
-        }
-        let related = exposed
-            .iter()
-            .filter_map(|p| {
-                declared(
-                    &p.declared_at,
-                    format!("protected path {} declared here", p.path),
-                )
-            })
-            .collect();
-        findings.push(report.finding(
-            &RULE_PROTECTED,
-            format!("`{path}` {}", parts.join("; ")),
-            related,
-        ));
-    }
-
+    findings.extend(outside_every_root(&report, &path, rules));
+    findings.extend(exposes_protected(&report, &path, rules));
     for mount in &volume.mounts {
         audit_mount_security(&report, mount, rules, findings);
     }
     for mount in &volume.mounts {
         audit_mount_writable(&report, &path, mount, rules, findings);
     }
+    findings.extend(socket_or_device(&report, &path));
+}
 
-    if let Some(path_type) = &volume.path_type {
-        let what = match path_type.value.as_str() {
-            "Socket" => Some("a socket"),
-            "CharDevice" => Some("a character device"),
-            "BlockDevice" => Some("a block device"),
-            _ => None,
-        };
-        if let Some(what) = what {
-            findings.push(report.finding(
-                &RULE_SOCKET_OR_DEVICE,
-                format!("`{path}` is {what} (type: {})", path_type.value),
-                vec![report.related(path_type, "the type".to_owned())],
-            ));
-        }
+/// A `type:` the API server would refuse.
+fn unknown_type(report: &VolumeReporter<'_>) -> Option<Finding> {
+    let path_type = report.volume.path_type.as_ref()?;
+    if VALID_HOST_PATH_TYPES.contains(&path_type.value.as_str()) {
+        return None;
     }
+    Some(report.finding(
+        &RULE_INVALID_PATH,
+        format!("unknown hostPath type `{}`", path_type.value),
+        vec![report.related(path_type, "the type".to_owned())],
+    ))
+}
+
+/// The path under no hostPath root the layout declares.
+fn outside_every_root(
+    report: &VolumeReporter<'_>,
+    path: &NormalPath,
+    rules: &HostPathRules,
+) -> Option<Finding> {
+    if rules.roots.iter().any(|root| root.path.contains(path)) {
+        return None;
+    }
+    let roots: Vec<&str> = rules.roots.iter().map(|r| r.path.as_str()).collect();
+    let related = rules
+        .roots
+        .iter()
+        .filter_map(|r| {
+            declared(
+                &r.declared_at,
+                format!("hostPath root {} declared here", r.path),
+            )
+        })
+        .collect();
+    Some(report.finding(
+        &RULE_OUTSIDE_ROOT,
+        format!(
+            "`{path}` is outside every hostPath root ({})",
+            if roots.is_empty() {
+                "the layout declares none".to_owned()
+            } else {
+                roots.join(", ")
+            }
+        ),
+        related,
+    ))
+}
+
+/// The path is a protected path, lies inside one, or holds one below it:
+/// one finding naming each relation.
+fn exposes_protected(
+    report: &VolumeReporter<'_>,
+    path: &NormalPath,
+    rules: &HostPathRules,
+) -> Option<Finding> {
+    let exposed: Vec<&LayoutPathRule> = rules
+        .protected
+        .iter()
+        .filter(|p| p.path.contains(path) || path.contains(&p.path))
+        .collect();
+    if exposed.is_empty() {
+        return None;
+    }
+    let list = |relation: fn(&NormalPath, &NormalPath) -> bool| {
+        exposed
+            .iter()
+            .filter(|p| relation(&p.path, path))
+            .map(|p| p.path.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let equal = list(|protected, path| protected == path);
+    let ancestors = list(|protected, path| protected != path && protected.contains(path));
+    let below = list(|protected, path| protected != path && path.contains(protected));
+    let mut parts = Vec::new();
+    if !equal.is_empty() {
+        parts.push(format!("is protected path {equal}"));
+    }
+    if !ancestors.is_empty() {
+        parts.push(format!("lies inside protected path(s) {ancestors}"));
+    }
+    if !below.is_empty() {
+        parts.push(format!("exposes protected path(s) below it: {below}"));
+    }
+    let related = exposed
+        .iter()
+        .filter_map(|p| {
+            declared(
+                &p.declared_at,
+                format!("protected path {} declared here", p.path),
+            )
+        })
+        .collect();
+    Some(report.finding(
+        &RULE_PROTECTED,
+        format!("`{path}` {}", parts.join("; ")),
+        related,
+    ))
+}
+
+/// A `type:` that makes the volume a socket or a device node.
+fn socket_or_device(report: &VolumeReporter<'_>, path: &NormalPath) -> Option<Finding> {
+    let path_type = report.volume.path_type.as_ref()?;
+    let what = match path_type.value.as_str() {
+        "Socket" => "a socket",
+        "CharDevice" => "a character device",
+        "BlockDevice" => "a block device",
+        _ => return None,
+    };
+    Some(report.finding(
+        &RULE_SOCKET_OR_DEVICE,
+        format!("`{path}` is {what} (type: {})", path_type.value),
+        vec![report.related(path_type, "the type".to_owned())],
+    ))
 }
 
 fn container_label(mount: &HostPathMount) -> String {
