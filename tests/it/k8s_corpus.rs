@@ -969,3 +969,31 @@ fn protected_is_not_also_outside_every_root() {
         "the path is outside every root too, so both rules apply"
     );
 }
+
+/// Kustomize patch files are skipped with a note that says what they are,
+/// read as files and from a directory; nothing in them is an error.
+#[test]
+fn kustomize_patches_are_noted_not_rejected() {
+    let dir = Path::new("tests/data/k8s/patches");
+    let operands = [
+        dir.to_path_buf(),
+        dir.join("mounts.yaml"),
+        dir.join("delete-agent.yaml"),
+    ];
+    for operand in operands {
+        let loaded = k8s::load_paths(std::slice::from_ref(&operand));
+        assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
+        let findings = k8s::audit(&loaded.manifests, &default_rules());
+        assert!(!findings.is_empty(), "{operand:?}");
+        for finding in &findings {
+            assert_eq!(finding.rule.id, "k8s-skipped-object", "{finding:#?}");
+            assert!(finding.message.contains("kustomize"), "{finding:#?}");
+        }
+    }
+    // Control: a sequence of things that are not patch operations is still
+    // an invalid object.
+    let manifests = k8s::parse_str("list.yaml", "- a\n- b\n");
+    let findings = k8s::audit(&manifests, &default_rules());
+    assert_eq!(findings.len(), 1);
+    assert_eq!(findings[0].rule.id, "k8s-invalid-object");
+}

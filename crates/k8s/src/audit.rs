@@ -9,7 +9,8 @@
 
 use super::path::NormalPath;
 use super::workload::{
-    HostPathMount, HostPathVolume, InvalidDocument, Manifests, PathOrigin, Sourced, Workload,
+    HostPathMount, HostPathVolume, InvalidDocument, Manifests, PatchKind, PathOrigin, Sourced,
+    Workload,
 };
 use layout::diag::{rule, Finding, Location, Pos, Related, Rule, Severity};
 
@@ -167,7 +168,7 @@ rule!(
     "KubernetesSkippedObject",
     Note,
     "An object is not a workload kind and was not checked.",
-    "Only Pods and objects with pod templates (Deployment, StatefulSet, DaemonSet, ReplicaSet, ReplicationController, Job, CronJob, PodTemplate) can mount hostPaths."
+    "Only Pods, objects with pod templates (Deployment, StatefulSet, DaemonSet, ReplicaSet, ReplicationController, Job, CronJob, PodTemplate) and PersistentVolumes can give a pod a hostPath; a kustomize patch is not an object until kustomize applies it."
 );
 
 rule!(
@@ -252,12 +253,24 @@ pub fn audit(manifests: &Manifests, rules: &HostPathRules) -> Vec<Finding> {
         audit_containers(workload, rules, &mut findings);
     }
     for skipped in &manifests.skipped {
-        let (message, position) = match &skipped.kind {
-            Some(kind) => (
+        let (message, position) = match (&skipped.patch, &skipped.kind) {
+            (Some(PatchKind::JsonPatch), _) => (
+                "skipped a kustomize patch file (a sequence of JSON patch operations): \
+                 check the output of `kubectl kustomize` instead"
+                    .to_owned(),
+                skipped.position,
+            ),
+            (Some(PatchKind::StrategicMerge), _) => (
+                "skipped a kustomize strategic merge patch (`$patch`): check the output of \
+                 `kubectl kustomize` instead"
+                    .to_owned(),
+                skipped.position,
+            ),
+            (None, Some(kind)) => (
                 format!("skipped kind `{}`: not a workload kind", kind.value),
                 kind.position,
             ),
-            None => (
+            (None, None) => (
                 "skipped a document without `kind`: not a Kubernetes object".to_owned(),
                 skipped.position,
             ),
