@@ -445,3 +445,35 @@ fn the_upstream_directory_through_the_cli() {
     let expected = fs::read_to_string("tests/data/k8s/upstream.expected").unwrap();
     assert_eq!(report.k8s().len(), expected.lines().count());
 }
+
+/// `check --k8s` judges from the validated layout and runs no secilc (a
+/// secilc that does not exist is never asked for); `--policy` still runs
+/// it, which is the control: the same missing secilc is then bad input.
+#[test]
+fn k8s_alone_runs_no_policy_compiler() {
+    let file = Path::new("tests/data/k8s/corpus/etcd-backup.yaml");
+    let with = |extra: &[&str]| {
+        let mut command = semanifest();
+        command
+            .args([
+                "check",
+                "--format",
+                "json",
+                "--secilc",
+                "/nonexistent/secilc",
+            ])
+            .args(extra)
+            .arg("--k8s")
+            .arg(file);
+        run(&mut command)
+    };
+    let alone = with(&[]);
+    assert_eq!(alone.status.code(), Some(1), "{}", stderr(&alone));
+    assert!(stderr(&alone).is_empty(), "{}", stderr(&alone));
+    let report: serde_json::Value = serde_json::from_slice(&alone.stdout).unwrap();
+    assert!(report["summary"]["errors"].as_u64().unwrap() > 0);
+
+    let policy = with(&["--policy"]);
+    assert_eq!(policy.status.code(), Some(2), "{}", stdout(&policy));
+    assert!(stderr(&policy).contains("secilc"), "{}", stderr(&policy));
+}
