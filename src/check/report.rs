@@ -483,37 +483,7 @@ pub fn render_sarif(findings: &[Finding]) -> String {
                 rules.len() - 1
             }
         };
-        let locations = finding
-            .location
-            .iter()
-            .map(|l| {
-                sarif_location(
-                    l,
-                    finding
-                        .snippet
-                        .as_deref()
-                        .map(|s| s.trim_end_matches(['\n', '\r'])),
-                    None,
-                    None,
-                )
-            })
-            .collect();
-        let related_locations = finding
-            .related
-            .iter()
-            .enumerate()
-            .map(|(i, r)| sarif_location(&r.location, None, Some(i + 1), Some(r.message.clone())))
-            .collect();
-        results.push(SarifResult {
-            rule_id: finding.rule.id,
-            rule_index,
-            level: finding.severity.as_str(),
-            message: SarifText {
-                text: finding.message.clone(),
-            },
-            locations,
-            related_locations,
-        });
+        results.push(sarif_result(finding, rule_index));
     }
     let log = SarifLog {
         schema: SARIF_SCHEMA_URI,
@@ -524,25 +494,7 @@ pub fn render_sarif(findings: &[Finding]) -> String {
                     name: env!("CARGO_PKG_NAME"),
                     version: env!("CARGO_PKG_VERSION"),
                     semantic_version: env!("CARGO_PKG_VERSION"),
-                    rules: rules
-                        .iter()
-                        .map(|rule| SarifRule {
-                            id: rule.id,
-                            name: rule.name,
-                            short_description: SarifText {
-                                text: rule.summary.to_owned(),
-                            },
-                            full_description: SarifText {
-                                text: format!("{} {}", rule.summary, rule.why),
-                            },
-                            help: SarifText {
-                                text: rule.why.to_owned(),
-                            },
-                            default_configuration: SarifConfiguration {
-                                level: rule.default_severity.as_str(),
-                            },
-                        })
-                        .collect(),
+                    rules: rules.iter().copied().map(sarif_rule).collect(),
                 },
             },
             column_kind: "unicodeCodePoints",
@@ -550,6 +502,61 @@ pub fn render_sarif(findings: &[Finding]) -> String {
         }],
     };
     to_pretty_json(&log)
+}
+
+/// One finding as a SARIF result of the rule at `rule_index`.
+fn sarif_result(finding: &Finding, rule_index: usize) -> SarifResult<'_> {
+    let locations = finding
+        .location
+        .iter()
+        .map(|l| {
+            sarif_location(
+                l,
+                finding
+                    .snippet
+                    .as_deref()
+                    .map(|s| s.trim_end_matches(['\n', '\r'])),
+                None,
+                None,
+            )
+        })
+        .collect();
+    let related_locations = finding
+        .related
+        .iter()
+        .enumerate()
+        .map(|(i, r)| sarif_location(&r.location, None, Some(i + 1), Some(r.message.clone())))
+        .collect();
+    SarifResult {
+        rule_id: finding.rule.id,
+        rule_index,
+        level: finding.severity.as_str(),
+        message: SarifText {
+            text: finding.message.clone(),
+        },
+        locations,
+        related_locations,
+    }
+}
+
+/// A rule as the driver lists it: its summary, and why it exists as help.
+fn sarif_rule(rule: &Rule) -> SarifRule {
+    SarifRule {
+        id: rule.id,
+        name: rule.name,
+        short_description: SarifText {
+            text: rule.summary.to_owned(),
+        },
+        full_description: SarifText {
+            text: format!("{} {}", rule.summary, rule.why),
+        },
+        help: SarifText {
+            text: rule.why.to_owned(),
+        },
+        default_configuration: SarifConfiguration {
+            level: rule.default_severity.as_str(),
+        },
+    }
 }
 
 /// Turns a file name as given on the command line into an RFC 3986 URI

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::{Args as ClapArgs, ValueEnum};
+use layout::diag::Finding;
 use semanifest::check::{self, report, rules, CheckOptions};
 
 const AFTER_HELP: &str = "\
@@ -156,40 +157,9 @@ pub fn run(args: Args) -> Result<u8> {
             )
         }
     };
-    let text = match args.format {
-        CheckFormat::Human => report::render_human(
-            &findings,
-            report::HumanOptions {
-                color: std::io::stdout().is_terminal(),
-            },
-        ),
-        CheckFormat::Json => report::render_json(&findings),
-        CheckFormat::Sarif => report::render_sarif(&findings),
-    };
-    super::print_stdout(text.as_bytes())?;
-    if !text.ends_with('\n') {
-        super::print_stdout(b"\n")?;
-    }
+    print_report(&findings, args.format)?;
     if let Some(examined) = examined {
-        let drift = findings
-            .iter()
-            .filter(|f| f.rule == &rules::LABELS_DRIFT)
-            .count();
-        let apply = findings
-            .iter()
-            .filter(|f| {
-                [
-                    &rules::APPLY_DRIFT,
-                    &rules::APPLY_MISSING,
-                    &rules::APPLY_BLOCKED,
-                ]
-                .contains(&f.rule)
-            })
-            .count();
-        eprintln!(
-            "labels: {examined} objects examined, {drift} with a different label; \
-             {apply} differences from the layout's directories (mode, owner, missing, blocked)"
-        );
+        eprintln!("{}", labels_summary(examined, &findings));
     }
     if !input_errors.is_empty() {
         return Err(super::Errors::of_messages(input_errors).into());
@@ -202,4 +172,44 @@ pub fn run(args: Args) -> Result<u8> {
     } else {
         super::EXIT_OK
     })
+}
+
+/// The findings on standard output in `format`, ending with a newline.
+fn print_report(findings: &[Finding], format: CheckFormat) -> Result<()> {
+    let text = match format {
+        CheckFormat::Human => report::render_human(
+            findings,
+            report::HumanOptions {
+                color: std::io::stdout().is_terminal(),
+            },
+        ),
+        CheckFormat::Json => report::render_json(findings),
+        CheckFormat::Sarif => report::render_sarif(findings),
+    };
+    super::print_stdout(text.as_bytes())?;
+    if !text.ends_with('\n') {
+        super::print_stdout(b"\n")?;
+    }
+    Ok(())
+}
+
+/// `--labels`' one-line count for standard error.
+fn labels_summary(examined: u64, findings: &[Finding]) -> String {
+    let drift = findings
+        .iter()
+        .filter(|f| f.rule == &rules::LABELS_DRIFT)
+        .count();
+    let apply_rules = [
+        &rules::APPLY_DRIFT,
+        &rules::APPLY_MISSING,
+        &rules::APPLY_BLOCKED,
+    ];
+    let apply = findings
+        .iter()
+        .filter(|f| apply_rules.contains(&f.rule))
+        .count();
+    format!(
+        "labels: {examined} objects examined, {drift} with a different label; \
+         {apply} differences from the layout's directories (mode, owner, missing, blocked)"
+    )
 }

@@ -76,9 +76,11 @@ pub fn run(args: Args) -> Result<u8> {
                 Some(shell) => vec![shell],
                 None => Shell::ALL.to_vec(),
             };
+            let tree = super::output_root(root)?;
             for shell in shells {
                 let path = root.join(shell.install_path());
-                super::install_file(&path, &script(shell))?;
+                let key = format!("/{}", shell.install_path());
+                tree.write_file(key.as_bytes(), &script(shell), 0o644)?;
                 eprintln!("semanifest: wrote {}", path.display());
             }
         }

@@ -55,9 +55,9 @@ pub fn pages() -> Result<Vec<(String, Vec<u8>)>> {
 
 pub fn run(args: Args) -> Result<u8> {
     let pages = pages()?;
-    let dir = match (&args.out, &args.install_root) {
-        (Some(out), _) => out.clone(),
-        (None, Some(root)) => root.join("usr/share/man/man1"),
+    let (root, below) = match (&args.out, &args.install_root) {
+        (Some(out), _) => (out.clone(), ""),
+        (None, Some(root)) => (root.clone(), "/usr/share/man/man1"),
         (None, None) => {
             let name = std::iter::once("semanifest")
                 .chain(args.command.iter().map(String::as_str))
@@ -79,9 +79,14 @@ pub fn run(args: Args) -> Result<u8> {
             return Ok(super::EXIT_OK);
         }
     };
+    let tree = super::output_root(&root)?;
     for (name, roff) in &pages {
-        super::install_file(&dir.join(name), roff)?;
+        tree.write_file(format!("{below}/{name}").as_bytes(), roff, 0o644)?;
     }
+    let dir = match below {
+        "" => root,
+        below => root.join(below.trim_start_matches('/')),
+    };
     eprintln!(
         "semanifest: wrote {} manual pages to {}",
         pages.len(),

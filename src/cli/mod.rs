@@ -209,31 +209,12 @@ pub fn print_stdout(bytes: &[u8]) -> std::io::Result<()> {
     out.flush()
 }
 
-/// Writes `bytes` to `path` (mode 0644) through a temporary sibling and a
-/// rename, creating the parent directories: for `--install-root` trees.
-pub fn install_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    use anyhow::Context;
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let parent = path.parent().context("an install path has a parent")?;
-    std::fs::create_dir_all(parent)
-        .with_context(|| format!("{}: cannot create", parent.display()))?;
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(".semanifest-tmp");
-    let tmp = path.with_file_name(name);
-    let write = || -> std::io::Result<()> {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-            .mode(0o644)
-            .open(&tmp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)
-    };
-    write().with_context(|| format!("{}: cannot write", path.display()))
+/// The directory `dir` (made if missing, as an output directory is) opened
+/// as a root to write beneath with [`fsroot::Root::write_file`].
+pub fn output_root(dir: &Path) -> anyhow::Result<fsroot::Root> {
+    use anyhow::Context as _;
+    std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+    Ok(fsroot::Root::open(dir)?)
 }
 
 /// Reads and parses `--layout FILE`, or the embedded default layout,

@@ -371,6 +371,35 @@ fn install_root_writes_the_selinux_tree_and_drops_stale_bin() {
     );
 }
 
+/// Nothing a build writes is written through a symlink: an image whose
+/// `etc/selinux` points out of it is refused with nothing written there,
+/// and a symlink planted at an output's name is replaced, its target
+/// untouched. Control: the same image with a real directory installs
+/// (above).
+#[test]
+fn install_root_and_outputs_follow_no_symlink() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = dir.path().join("outside");
+    fs::create_dir_all(&outside).unwrap();
+    let root = dir.path().join("root");
+    fs::create_dir_all(root.join("etc")).unwrap();
+    std::os::unix::fs::symlink(&outside, root.join("etc/selinux")).unwrap();
+    let out = dir.path().join("out");
+    fs::create_dir_all(&out).unwrap();
+    let sentinel = dir.path().join("sentinel");
+    fs::write(&sentinel, "untouched").unwrap();
+    std::os::unix::fs::symlink(&sentinel, out.join("policy.33")).unwrap();
+    let output = build_default(&out, &["--install-root", root.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let expected = format!("{}/etc/selinux: a symlink is in the way", root.display());
+    assert!(stderr(&output).contains(&expected), "{}", stderr(&output));
+    assert_eq!(fs::read_dir(&outside).unwrap().count(), 0);
+    assert_eq!(fs::read_to_string(&sentinel).unwrap(), "untouched");
+    assert!(fs::symlink_metadata(out.join("policy.33"))
+        .unwrap()
+        .is_file());
+}
+
 #[test]
 fn layout_show_prints_the_embedded_layout() {
     let output = run(semanifest().args(["layout", "show"]));

@@ -22,6 +22,10 @@
 //!   change one entry of an open directory, and [`open_dir_beneath`]
 //!   resolves below any open directory, optionally with
 //!   `RESOLVE_NO_XDEV` ([`Crossing::NoMounts`]).
+//! - [`Root::write_file`] and [`Root::write_symlink`] are the one way
+//!   semanifest writes: the directories on the way made where missing,
+//!   the object made under a temporary name and renamed over its name
+//!   ([`replace_file`], [`replace_symlink`] in an open directory).
 //! - [`Root::read_file`] reads a regular file (never a FIFO or device),
 //!   [`Root::mounts_below`] lists the mount points under a key (from
 //!   `/proc/self/mountinfo`), and [`Root::lock`] serialises the commands
@@ -39,6 +43,7 @@ mod escape;
 mod key;
 mod mounts;
 mod ops;
+mod write;
 
 use std::ffi::CString;
 use std::io;
@@ -56,6 +61,7 @@ pub use ops::{
     make_dir, open_dir_beneath, open_listing_beneath, remove_dir, rename_noreplace, reopen_dir,
     unlink, Crossing,
 };
+pub use write::{replace_file, replace_symlink};
 
 /// How every multi-component path is resolved below a root.
 const RESOLVE: ResolveFlags = ResolveFlags::BENEATH
@@ -91,10 +97,39 @@ pub enum Error {
         path: Vec<u8>,
         symlink: Option<Vec<u8>>,
     },
+    /// What a write found where it needed a directory, or where its file
+    /// goes.
+    #[error(
+        "{}: a {what} is in the way; beneath the root semanifest follows nothing and \
+         replaces only its own files and links",
+        EscapedPath(.path)
+    )]
+    InTheWay { path: Vec<u8>, what: Obstacle },
     /// The I/O error is part of the message, not a `source()`, so a
     /// chain-printing caller does not say it twice.
     #[error("{}: {error}", EscapedPath(.path))]
     Io { path: Vec<u8>, error: io::Error },
+}
+
+/// What stands where a write needs something else.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Obstacle {
+    /// A symlink on the way or at the name: never followed.
+    Symlink,
+    /// Anything but a directory on the way.
+    NonDirectory,
+    /// A directory where a file or link goes: never replaced.
+    Directory,
+}
+
+impl std::fmt::Display for Obstacle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Obstacle::Symlink => "symlink",
+            Obstacle::NonDirectory => "non-directory",
+            Obstacle::Directory => "directory",
+        })
+    }
 }
 
 impl Error {
@@ -252,6 +287,68 @@ impl Root {
             return Err(Error::io(&display(), Errno::NOTDIR));
         }
         Ok(entry)
+    }
+
+    /// Writes `bytes` as the file `key` with `mode` through
+    /// [`replace_file`], making the missing directories on the way (0755).
+    /// A symlink or non-directory on the way, or a directory at `key`, is
+    /// [`Error::InTheWay`].
+    pub fn write_file(&self, key: &[u8], bytes: &[u8], mode: u32) -> Result<(), Error> {
+        let (dir, name) = self.parent_made(key)?;
+        replace_file(&dir, &name, bytes, mode).map_err(|error| self.write_error(key, error))
+    }
+
+    /// Makes `key` a symlink to `target` through [`replace_symlink`], as
+    /// [`Root::write_file`] writes a file.
+    pub fn write_symlink(&self, key: &[u8], target: &[u8]) -> Result<(), Error> {
+        let (dir, name) = self.parent_made(key)?;
+        let target =
+            CString::new(target).map_err(|_| Error::io(&self.display(key), Errno::INVAL))?;
+        replace_symlink(&dir, &name, &target).map_err(|error| self.write_error(key, error))
+    }
+
+    fn write_error(&self, key: &[u8], error: io::Error) -> Error {
+        if error.raw_os_error() == Some(Errno::ISDIR.raw_os_error()) {
+            return Error::InTheWay {
+                path: self.display(key),
+                what: Obstacle::Directory,
+            };
+        }
+        Error::Io {
+            path: self.display(key),
+            error,
+        }
+    }
+
+    /// `key`'s parent directory, made (0755) where missing, and `key`'s
+    /// last name.
+    fn parent_made(&self, key: &[u8]) -> Result<(OwnedFd, CString), Error> {
+        let Some((parent, name)) = split(key) else {
+            return Err(Error::io(&self.display(key), Errno::ISDIR));
+        };
+        let mut walked = Vec::new();
+        for component in components(parent) {
+            walked.push(b'/');
+            walked.extend_from_slice(component);
+            let in_the_way = |what| Error::InTheWay {
+                path: self.display(&walked),
+                what,
+            };
+            match self.resolve(&walked) {
+                Ok(entry) => match entry.kind() {
+                    FileType::Directory => {}
+                    FileType::Symlink => return Err(in_the_way(Obstacle::Symlink)),
+                    _ => return Err(in_the_way(Obstacle::NonDirectory)),
+                },
+                Err(Error::Io { error, .. }) if error.kind() == io::ErrorKind::NotFound => {
+                    self.create_dir(&walked, 0o755)?;
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        let dir = self.open_dir_beneath(parent)?;
+        let name = CString::new(name).map_err(|_| Error::io(&self.display(key), Errno::INVAL))?;
+        Ok((dir, name))
     }
 
     /// The regular file at `key`, read whole (at most `limit` bytes, else

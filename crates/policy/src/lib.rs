@@ -19,7 +19,6 @@ pub mod setools;
 pub mod store_module;
 
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use file_contexts::FileCon;
@@ -120,6 +119,9 @@ pub enum BuildError {
         path: PathBuf,
         error: std::io::Error,
     },
+    /// Writing beneath the output directory or the install root.
+    #[error(transparent)]
+    Write(#[from] fsroot::Error),
     #[error("{}: no such CIL file to --include", path.display())]
     MissingInclude { path: PathBuf },
     /// secilc refused the policy. `violations` are the protected paths whose
@@ -171,19 +173,12 @@ fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> BuildError + '_ {
     }
 }
 
-/// Writes `contents` to `path` atomically (temporary sibling + rename).
-fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), BuildError> {
-    let tmp = tmp_sibling(path);
-    let mut file = fs::File::create(&tmp).map_err(io_error(&tmp))?;
-    file.write_all(contents).map_err(io_error(&tmp))?;
-    file.sync_all().map_err(io_error(&tmp))?;
-    fs::rename(&tmp, path).map_err(io_error(path))
-}
+/// Every file a build writes: readable by all, as policy files are.
+const FILE_MODE: u32 = 0o644;
 
-fn tmp_sibling(path: &Path) -> PathBuf {
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(".semanifest-tmp");
-    path.with_file_name(name)
+/// The key of the file `name` directly in a root.
+fn key_of(name: &str) -> Vec<u8> {
+    format!("/{name}").into_bytes()
 }
 
 /// Generates, writes and compiles: `OUT/<module>.cil`, `OUT/base.cil`,
@@ -200,16 +195,28 @@ pub fn build(parsed: &Parsed, options: &BuildOptions) -> Result<BuildOutput, Bui
     let generated = generate(parsed)?;
     let out = &options.out_dir;
     fs::create_dir_all(out).map_err(io_error(out))?;
+    let out_root = fsroot::Root::open(out)?;
 
-    let module_cil = out.join(format!("{}.cil", generated.module_name));
+    let module_name = format!("{}.cil", generated.module_name);
+    let module_cil = out.join(&module_name);
     let base_cil_path = out.join("base.cil");
     let file_contexts = out.join("file_contexts");
     let policy = out.join("policy.33");
-    write_atomic(&base_cil_path, base_cil().as_bytes())?;
-    write_atomic(&module_cil, generated.module_cil.as_bytes())?;
+    out_root.write_file(&key_of("base.cil"), base_cil().as_bytes(), FILE_MODE)?;
+    out_root.write_file(
+        &key_of(&module_name),
+        generated.module_cil.as_bytes(),
+        FILE_MODE,
+    )?;
 
-    let policy_tmp = tmp_sibling(&policy);
-    let fc_tmp = tmp_sibling(&file_contexts);
+    // secilc writes where it is told, following symlinks: into a private
+    // directory, from which the outputs are written into place.
+    let private = tempfile::Builder::new()
+        .prefix(".semanifest-build-")
+        .tempdir_in(out)
+        .map_err(io_error(out))?;
+    let policy_tmp = private.path().join("policy.33");
+    let fc_tmp = private.path().join("file_contexts");
     let mut inputs = vec![base_cil_path.clone(), module_cil.clone()];
     inputs.extend(options.includes.iter().cloned());
     let outcome = secilc::run(&secilc::Invocation {
@@ -221,33 +228,16 @@ pub fn build(parsed: &Parsed, options: &BuildOptions) -> Result<BuildOutput, Bui
         flags: secilc::Flags::standalone(),
     })?;
     if !outcome.success {
-        let _ = fs::remove_file(&policy_tmp);
-        let _ = fs::remove_file(&fc_tmp);
-        let violations = secilc::violated_protections(&outcome.output)
-            .into_iter()
-            .filter_map(|broken| {
-                let rule = parsed
-                    .layout
-                    .paths
-                    .iter()
-                    .find(|r| r.protected && r.type_name == broken.type_name)?;
-                let pos = rule.protected_pos.unwrap_or(rule.pos);
-                Some(Violation {
-                    path: rule.path.clone(),
-                    type_name: broken.type_name,
-                    declared_at: format!("{}:{}:{}", parsed.source.name, pos.line, pos.column),
-                    location: layout::diag::Location::at(&parsed.source.name, pos),
-                    offending: broken.offending,
-                })
-            })
-            .collect();
+        let violations = violations(parsed, &outcome.output);
         return Err(BuildError::Rejected {
             violations,
             output: outcome.output,
         });
     }
-    fs::rename(&fc_tmp, &file_contexts).map_err(io_error(&file_contexts))?;
-    fs::rename(&policy_tmp, &policy).map_err(io_error(&policy))?;
+    for (name, built) in [("file_contexts", &fc_tmp), ("policy.33", &policy_tmp)] {
+        let bytes = fs::read(built).map_err(io_error(built))?;
+        out_root.write_file(&key_of(name), &bytes, FILE_MODE)?;
+    }
 
     let installed = match &options.install_root {
         Some(root) => install(root, &options.policy_name, &policy, &file_contexts)?,
@@ -260,6 +250,29 @@ pub fn build(parsed: &Parsed, options: &BuildOptions) -> Result<BuildOutput, Bui
         policy,
         installed,
     })
+}
+
+/// The protected paths whose neverallow secilc reports broken in
+/// `output`, each with where the layout protects it.
+fn violations(parsed: &Parsed, output: &str) -> Vec<Violation> {
+    secilc::violated_protections(output)
+        .into_iter()
+        .filter_map(|broken| {
+            let rule = parsed
+                .layout
+                .paths
+                .iter()
+                .find(|r| r.protected && r.type_name == broken.type_name)?;
+            let pos = rule.protected_pos.unwrap_or(rule.pos);
+            Some(Violation {
+                path: rule.path.clone(),
+                type_name: broken.type_name,
+                declared_at: format!("{}:{}:{}", parsed.source.name, pos.line, pos.column),
+                location: layout::diag::Location::at(&parsed.source.name, pos),
+                offending: broken.offending,
+            })
+        })
+        .collect()
 }
 
 /// Writes the standard tree libselinux and the kernel loader read:
@@ -275,37 +288,44 @@ fn install(
     policy: &Path,
     file_contexts: &Path,
 ) -> Result<Vec<PathBuf>, BuildError> {
+    // Inside the image nothing is followed: its etc/selinux may be a
+    // symlink planted to make a build write elsewhere.
+    let image = fsroot::Root::open(root)?;
     let selinux = root.join("etc/selinux");
-    let policy_dir = selinux.join(name).join("policy");
-    let files_dir = selinux.join(name).join("contexts/files");
-    for dir in [&policy_dir, &files_dir] {
-        fs::create_dir_all(dir).map_err(io_error(dir))?;
-    }
     let config = selinux.join("config");
     let config_text = format!(
         "# Written by semanifest build --install-root.\nSELINUX=enforcing\nSELINUXTYPE={name}\n"
     );
-    write_atomic(&config, config_text.as_bytes())?;
-    let policy_target = policy_dir.join("policy.33");
-    write_atomic(&policy_target, &fs::read(policy).map_err(io_error(policy))?)?;
-    let fc_target = files_dir.join("file_contexts");
-    write_atomic(
-        &fc_target,
-        &fs::read(file_contexts).map_err(io_error(file_contexts))?,
+    image.write_file(b"/etc/selinux/config", config_text.as_bytes(), FILE_MODE)?;
+    let policy_target = selinux.join(name).join("policy/policy.33");
+    let policy_key = format!("/etc/selinux/{name}/policy/policy.33");
+    let bytes = fs::read(policy).map_err(io_error(policy))?;
+    image.write_file(policy_key.as_bytes(), &bytes, FILE_MODE)?;
+    let files_key = format!("/etc/selinux/{name}/contexts/files");
+    let fc_target = selinux.join(name).join("contexts/files/file_contexts");
+    let bytes = fs::read(file_contexts).map_err(io_error(file_contexts))?;
+    image.write_file(
+        format!("{files_key}/file_contexts").as_bytes(),
+        &bytes,
+        FILE_MODE,
     )?;
     // An equivalence file of an earlier build would relabel what the image
     // no longer holds as a symlink; `units` writes the current one.
+    let files_dir = image.open_dir_beneath(files_key.as_bytes())?;
     for stale in [
-        "file_contexts.subs_dist",
-        "file_contexts.bin",
-        "file_contexts.local.bin",
-        "file_contexts.homedirs.bin",
+        c"file_contexts.subs_dist",
+        c"file_contexts.bin",
+        c"file_contexts.local.bin",
+        c"file_contexts.homedirs.bin",
     ] {
-        let path = files_dir.join(stale);
-        match fs::remove_file(&path) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(error) => return Err(BuildError::Io { path, error }),
+        match fsroot::unlink(&files_dir, stale) {
+            Ok(()) | Err(rustix::io::Errno::NOENT) => {}
+            Err(errno) => {
+                return Err(BuildError::Io {
+                    path: fc_target.with_file_name(stale.to_string_lossy().as_ref()),
+                    error: errno.into(),
+                })
+            }
         }
     }
     Ok(vec![config, policy_target, fc_target])

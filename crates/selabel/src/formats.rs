@@ -175,15 +175,38 @@ impl<'a> Cursor<'a> {
 /// does, keeping each spec's regex text (the precompiled PCRE2 code is
 /// skipped: we compile the text ourselves).
 pub(crate) fn parse_compiled(file: &str, bytes: &[u8]) -> Result<CompiledFile, LoadError> {
-    let truncated = |what: &str| LoadError::Compiled {
+    let mut cursor = Cursor { bytes, pos: 0 };
+    let (version, regex_version) = read_header(file, &mut cursor)?;
+    let stems = read_stems(file, &mut cursor)?;
+    let spec_count = cursor.u32().ok_or_else(|| truncated(file, "spec count"))?;
+    if spec_count == 0 {
+        // libselinux refuses an empty compiled file.
+        return Err(truncated(file, "no specs"));
+    }
+    let specs = (1..=spec_count)
+        .map(|entry| read_spec(file, &mut cursor, version, entry, &stems))
+        .collect::<Result<_, _>>()?;
+    Ok(CompiledFile {
+        specs,
+        regex_version,
+    })
+}
+
+fn truncated(file: &str, what: &str) -> LoadError {
+    LoadError::Compiled {
         file: file.to_owned(),
         problem: format!("truncated or malformed compiled file ({what})"),
-    };
-    let mut cursor = Cursor { bytes, pos: 0 };
-    if cursor.u32() != Some(COMPILED_MAGIC) {
-        return Err(truncated("magic"));
     }
-    let version = cursor.u32().ok_or_else(|| truncated("version"))?;
+}
+
+/// The magic, the format version (one libselinux 3.4 reads) and, from
+/// version 2, the PCRE2 version the regexes were compiled with (the
+/// architecture string of version 5 is skipped).
+fn read_header(file: &str, cursor: &mut Cursor<'_>) -> Result<(u32, Option<String>), LoadError> {
+    if cursor.u32() != Some(COMPILED_MAGIC) {
+        return Err(truncated(file, "magic"));
+    }
+    let version = cursor.u32().ok_or_else(|| truncated(file, "version"))?;
     if version > COMPILED_MAX_VERSION || version == 0 {
         return Err(LoadError::Compiled {
             file: file.to_owned(),
@@ -192,77 +215,90 @@ pub(crate) fn parse_compiled(file: &str, bytes: &[u8]) -> Result<CompiledFile, L
     }
     let mut regex_version = None;
     if version >= 2 {
-        let length = cursor.u32().ok_or_else(|| truncated("regex version"))?;
+        let length = cursor
+            .u32()
+            .ok_or_else(|| truncated(file, "regex version"))?;
         let text = cursor
-            .take(usize::try_from(length).map_err(|_| truncated("regex version"))?)
-            .ok_or_else(|| truncated("regex version"))?;
+            .take(usize::try_from(length).map_err(|_| truncated(file, "regex version"))?)
+            .ok_or_else(|| truncated(file, "regex version"))?;
         regex_version = Some(String::from_utf8_lossy(text).into_owned());
         if version >= 5 {
-            let length = cursor.u32().ok_or_else(|| truncated("regex arch"))?;
+            let length = cursor.u32().ok_or_else(|| truncated(file, "regex arch"))?;
             cursor
-                .take(usize::try_from(length).map_err(|_| truncated("regex arch"))?)
-                .ok_or_else(|| truncated("regex arch"))?;
+                .take(usize::try_from(length).map_err(|_| truncated(file, "regex arch"))?)
+                .ok_or_else(|| truncated(file, "regex arch"))?;
         }
     }
-    let stem_count = cursor.u32().ok_or_else(|| truncated("stem count"))?;
+    Ok((version, regex_version))
+}
+
+/// The stem table: NUL-terminated, neither empty nor `u32::MAX` long.
+fn read_stems(file: &str, cursor: &mut Cursor<'_>) -> Result<Vec<Vec<u8>>, LoadError> {
+    let stem_count = cursor.u32().ok_or_else(|| truncated(file, "stem count"))?;
     let mut stems: Vec<Vec<u8>> = Vec::new();
     for _ in 0..stem_count {
-        let length = cursor.u32().ok_or_else(|| truncated("stem"))?;
+        let length = cursor.u32().ok_or_else(|| truncated(file, "stem"))?;
         if length == 0 || length == u32::MAX {
-            return Err(truncated("stem"));
+            return Err(truncated(file, "stem"));
         }
-        let length = usize::try_from(length).map_err(|_| truncated("stem"))?;
-        let stem = cursor.take(length + 1).ok_or_else(|| truncated("stem"))?;
+        let length = usize::try_from(length).map_err(|_| truncated(file, "stem"))?;
+        let stem = cursor
+            .take(length + 1)
+            .ok_or_else(|| truncated(file, "stem"))?;
         if stem[length] != 0 {
-            return Err(truncated("stem"));
+            return Err(truncated(file, "stem"));
         }
         stems.push(stem[..length].to_vec());
     }
-    let spec_count = cursor.u32().ok_or_else(|| truncated("spec count"))?;
-    if spec_count == 0 {
-        // libselinux refuses an empty compiled file.
-        return Err(truncated("no specs"));
-    }
-    let mut specs = Vec::new();
-    for entry in 1..=spec_count {
-        let context = cursor.c_string().ok_or_else(|| truncated("context"))?;
-        let regex = cursor.c_string().ok_or_else(|| truncated("regex"))?;
-        let mode = cursor.u32().ok_or_else(|| truncated("mode"))?;
-        let stem_id = cursor.u32().ok_or_else(|| truncated("stem id"))? as i32;
-        // Stored as an int, kept by libselinux in a `char`.
-        let has_meta = cursor.u32().ok_or_else(|| truncated("meta flag"))? & 0xFF != 0;
-        if version >= 4 {
-            cursor.u32().ok_or_else(|| truncated("prefix length"))?;
-        }
-        let compiled_length = cursor.u32().ok_or_else(|| truncated("regex code"))?;
+    Ok(stems)
+}
+
+/// Spec number `entry`: its context, regex text, mode, stem and meta flag
+/// (the compiled PCRE2 code is skipped).
+fn read_spec(
+    file: &str,
+    cursor: &mut Cursor<'_>,
+    version: u32,
+    entry: u32,
+    stems: &[Vec<u8>],
+) -> Result<ParsedSpec, LoadError> {
+    let context = cursor
+        .c_string()
+        .ok_or_else(|| truncated(file, "context"))?;
+    let regex = cursor.c_string().ok_or_else(|| truncated(file, "regex"))?;
+    let mode = cursor.u32().ok_or_else(|| truncated(file, "mode"))?;
+    let stem_id = cursor.u32().ok_or_else(|| truncated(file, "stem id"))? as i32;
+    // Stored as an int, kept by libselinux in a `char`.
+    let has_meta = cursor.u32().ok_or_else(|| truncated(file, "meta flag"))? & 0xFF != 0;
+    if version >= 4 {
         cursor
-            .take(usize::try_from(compiled_length).map_err(|_| truncated("regex code"))?)
-            .ok_or_else(|| truncated("regex code"))?;
-        let line = SpecLine::CompiledEntry(entry);
-        let non_ascii = |bytes: &[u8]| bytes.iter().find(|byte| !byte.is_ascii()).copied();
-        if let Some(byte) = non_ascii(context).or_else(|| non_ascii(regex)) {
-            return Err(LoadError::Spec {
-                file: file.to_owned(),
-                line,
-                problem: SpecProblem::NonAscii(byte),
-            });
-        }
-        let stem = usize::try_from(stem_id)
-            .ok()
-            .and_then(|index| stems.get(index))
-            .cloned();
-        specs.push(ParsedSpec {
-            regex: regex.to_vec(),
-            mode,
-            context: String::from_utf8_lossy(context).into_owned(),
-            has_meta,
-            stem,
+            .u32()
+            .ok_or_else(|| truncated(file, "prefix length"))?;
+    }
+    let compiled_length = cursor.u32().ok_or_else(|| truncated(file, "regex code"))?;
+    cursor
+        .take(usize::try_from(compiled_length).map_err(|_| truncated(file, "regex code"))?)
+        .ok_or_else(|| truncated(file, "regex code"))?;
+    let line = SpecLine::CompiledEntry(entry);
+    let non_ascii = |bytes: &[u8]| bytes.iter().find(|byte| !byte.is_ascii()).copied();
+    if let Some(byte) = non_ascii(context).or_else(|| non_ascii(regex)) {
+        return Err(LoadError::Spec {
+            file: file.to_owned(),
             line,
+            problem: SpecProblem::NonAscii(byte),
         });
     }
-    Ok(CompiledFile {
-        specs,
-        regex_version,
+    let stem = usize::try_from(stem_id)
+        .ok()
+        .and_then(|index| stems.get(index))
+        .cloned();
+    Ok(ParsedSpec {
+        regex: regex.to_vec(),
+        mode,
+        context: String::from_utf8_lossy(context).into_owned(),
+        has_meta,
+        stem,
+        line,
     })
 }
 

@@ -115,28 +115,29 @@ impl Siblings {
 
     /// Writes `text` as `dir/file_contexts` with copies of the siblings.
     pub fn write_with(&self, dir: &Path, text: &str) -> Result<PathBuf, StoreError> {
-        fs::create_dir_all(dir).map_err(|error| StoreError::io(dir, error))?;
-        let main = dir.join("file_contexts");
-        fs::write(&main, text).map_err(|error| StoreError::io(&main, error))?;
-        self.copy_beside(&main)?;
+        let out = super::output_dir(dir)?;
+        let main = super::write_output(&out, dir, "file_contexts", text.as_bytes())?;
+        self.copy_beside(&out, dir)?;
         Ok(main)
     }
 
     /// Copies the siblings next to `main` (`main.homedirs`, …).
-    pub(crate) fn copy_beside(&self, main: &Path) -> Result<Vec<PathBuf>, StoreError> {
+    /// Copies the siblings beside `file_contexts` in the output directory
+    /// `out` (at `dir`), removing those the store does not have.
+    pub(crate) fn copy_beside(
+        &self,
+        out: &fsroot::Root,
+        dir: &Path,
+    ) -> Result<Vec<PathBuf>, StoreError> {
         let mut written = Vec::new();
         for (suffix, source) in self.each() {
-            let target = PathBuf::from(format!("{}{suffix}", main.display()));
+            let name = format!("file_contexts{suffix}");
             match source {
                 Some(source) => {
-                    fs::copy(source, &target).map_err(|error| StoreError::io(source, error))?;
-                    written.push(target);
+                    let bytes = fs::read(source).map_err(|error| StoreError::io(source, error))?;
+                    written.push(super::write_output(out, dir, &name, &bytes)?);
                 }
-                None => match fs::remove_file(&target) {
-                    Ok(()) => {}
-                    Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(error) => return Err(StoreError::io(&target, error)),
-                },
+                None => super::remove_output(out, dir, &name)?,
             }
         }
         Ok(written)

@@ -50,6 +50,9 @@ pub enum StoreError {
     Profile(String),
     #[error("{0}")]
     FileContexts(String),
+    /// Writing an output (fsroot's one writer).
+    #[error(transparent)]
+    Write(#[from] fsroot::Error),
 }
 
 impl StoreError {
@@ -58,5 +61,37 @@ impl StoreError {
             path: path.to_owned(),
             error,
         }
+    }
+}
+
+/// The directory `dir`, made if missing, opened to write outputs into.
+pub(crate) fn output_dir(dir: &Path) -> Result<fsroot::Root, StoreError> {
+    std::fs::create_dir_all(dir).map_err(|error| StoreError::io(dir, error))?;
+    Ok(fsroot::Root::open(dir)?)
+}
+
+/// Writes `bytes` as the file `name` of `out` (mode 0644), through
+/// fsroot's one writer: nothing at the name is followed.
+pub(crate) fn write_output(
+    out: &fsroot::Root,
+    dir: &Path,
+    name: &str,
+    bytes: &[u8],
+) -> Result<PathBuf, StoreError> {
+    out.write_file(format!("/{name}").as_bytes(), bytes, 0o644)?;
+    Ok(dir.join(name))
+}
+
+/// Removes the file `name` of `out` if it is there (never following it).
+pub(crate) fn remove_output(out: &fsroot::Root, dir: &Path, name: &str) -> Result<(), StoreError> {
+    let at = out.open_dir_beneath(b"/")?;
+    let name = std::ffi::CString::new(name)
+        .map_err(|_| StoreError::io(&dir.join(name), std::io::ErrorKind::InvalidInput.into()))?;
+    match fsroot::unlink(&at, &name) {
+        Ok(()) | Err(rustix::io::Errno::NOENT) => Ok(()),
+        Err(errno) => Err(StoreError::io(
+            &dir.join(name.to_string_lossy().as_ref()),
+            errno.into(),
+        )),
     }
 }

@@ -270,22 +270,24 @@ fn write_outputs(
     compiled: &Compiled,
     siblings: &Siblings,
 ) -> Result<Vec<PathBuf>, StoreError> {
-    fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
-    let policy = dir.join("policy.33");
-    fs::copy(&compiled.policy, &policy).map_err(|e| StoreError::io(&compiled.policy, e))?;
-    let contexts = dir.join("file_contexts");
-    fs::copy(&compiled.file_contexts, &contexts)
-        .map_err(|e| StoreError::io(&compiled.file_contexts, e))?;
+    let out = super::output_dir(dir)?;
+    let mut written = Vec::new();
+    for (name, built) in [
+        ("policy.33", &compiled.policy),
+        ("file_contexts", &compiled.file_contexts),
+    ] {
+        let bytes = fs::read(built).map_err(|e| StoreError::io(built, e))?;
+        written.push(super::write_output(&out, dir, name, &bytes)?);
+    }
     // A stale compiled sibling would be read instead of the new text.
     for stale in [
         "file_contexts.bin",
         "file_contexts.local.bin",
         "file_contexts.homedirs.bin",
     ] {
-        let _ = fs::remove_file(dir.join(stale));
+        super::remove_output(&out, dir, stale)?;
     }
-    let mut written = vec![policy, contexts.clone()];
-    written.extend(siblings.copy_beside(&contexts)?);
+    written.extend(siblings.copy_beside(&out, dir)?);
     Ok(written)
 }
 
@@ -302,18 +304,31 @@ impl ModuleBuild {
     /// Writes `<module>.cil`, `policy.33`, `file_contexts` (+ siblings),
     /// `report.txt` and `report.json` into `dir`.
     pub fn write(&self, dir: &Path) -> Result<Vec<PathBuf>, StoreError> {
-        fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
-        let module = dir.join(format!("{}.cil", self.module_name));
-        fs::write(&module, &self.module_cil).map_err(|e| StoreError::io(&module, e))?;
-        let mut written = vec![module];
+        let out = super::output_dir(dir)?;
+        let module = format!("{}.cil", self.module_name);
+        let mut written = vec![super::write_output(
+            &out,
+            dir,
+            &module,
+            self.module_cil.as_bytes(),
+        )?];
         written.extend(write_outputs(dir, &self.predicted, &self.siblings)?);
-        let text = dir.join("report.txt");
-        fs::write(&text, render_text(&self.report)).map_err(|e| StoreError::io(&text, e))?;
+        let text = render_text(&self.report);
+        written.push(super::write_output(
+            &out,
+            dir,
+            "report.txt",
+            text.as_bytes(),
+        )?);
         let json = dir.join("report.json");
         let body = serde_json::to_string_pretty(&self.report)
             .map_err(|e| StoreError::io(&json, std::io::Error::other(e)))?;
-        fs::write(&json, body + "\n").map_err(|e| StoreError::io(&json, e))?;
-        written.extend([text, json]);
+        written.push(super::write_output(
+            &out,
+            dir,
+            "report.json",
+            (body + "\n").as_bytes(),
+        )?);
         Ok(written)
     }
 }
