@@ -48,7 +48,16 @@ pub(crate) fn check(
 ) -> Result<LabelReport, LabelsError> {
     let mut report = walk(contexts, root)?;
     let root = Root::open(root).map_err(NodeError::from)?;
-    let applied = node::apply_keeping(layout, contexts, &root, ApplyMode::Check, keep)?;
+    // Capacities are `apply --check`'s and `df`'s: an image root has no
+    // project quotas to judge.
+    let applied = node::apply_with(
+        layout,
+        contexts,
+        &root,
+        ApplyMode::Check,
+        keep,
+        node::CapacityMode::Skip,
+    )?;
     report.findings.extend(applied.kept.iter().map(|kept| {
         finding(
             &rules::APPLY_KEPT_SYMLINK,
@@ -80,6 +89,16 @@ pub(crate) fn check(
                     change.path
                 ),
             ),
+            What::MountFlags { missing } => (
+                &rules::APPLY_DRIFT,
+                Severity::Error,
+                format!(
+                    "{} is mounted without {}; its mount unit binds it onto itself with them",
+                    change.path,
+                    missing.join(", ")
+                ),
+            ),
+            What::Project { .. } | What::Limits { .. } => continue,
             What::Trash { .. } => (
                 &rules::APPLY_DRIFT,
                 Severity::Warning,

@@ -3,7 +3,7 @@
 
 use clap::Args as ClapArgs;
 use fsroot::Root;
-use node::{self, ApplyMode};
+use node::{self, ApplyMode, CapacityMode};
 
 use super::{EXIT_FINDINGS, EXIT_OK};
 
@@ -11,15 +11,23 @@ use super::{EXIT_FINDINGS, EXIT_OK};
 const JSON_VERSION: u32 = 1;
 
 const AFTER_HELP: &str = "\
+Capacities: a path with `capacity:` gets its project ID on the directory
+(with the inherit flag, so new objects take it) and on every object below,
+and the filesystem is told its limits. Its filesystem must enforce project
+quotas (ext4 made with `-O quota,project`, or XFS, mounted `prjquota`);
+otherwise apply changes nothing at all and exits 2, naming the mount and
+the option it needs.
+
 Exit codes: 0 placed (or nothing to change); 1 some directories could not
 be placed (each is reported), or --check found drift; 2 usage errors or bad
 input (layout, an owner missing from ROOT/etc/passwd, a root that cannot be
-opened).
+opened, a capacity on a filesystem without project quotas).
 
 Examples:
   semanifest apply                             place the default layout on /
   semanifest apply --layout node.yaml --root /sysroot
-  semanifest apply --check --format json       drift, as JSON, exit 1 if any";
+  semanifest apply --check --format json       drift, as JSON, exit 1 if any
+  semanifest apply --capacity tag-only         project IDs without limits";
 
 /// Make every declared directory exist with its mode, owner and label.
 ///
@@ -52,6 +60,31 @@ pub struct Args {
     /// every such path they found in the image (repeatable).
     #[arg(long, value_name = "PATH")]
     keep_symlink: Vec<String>,
+    /// What to do about `capacity:` paths: `enforce` sets project IDs,
+    /// inherit flags and limits (the filesystem must enforce project
+    /// quotas); `tag-only` sets project IDs and inherit flags without
+    /// limits, for a filesystem whose quotas are turned on later (XFS
+    /// counts the tags at its next `prjquota` mount); `skip` leaves them
+    /// alone (an image root).
+    #[arg(long, value_name = "MODE", value_enum, default_value_t = Capacity::Enforce)]
+    capacity: Capacity,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum Capacity {
+    Enforce,
+    TagOnly,
+    Skip,
+}
+
+impl From<Capacity> for CapacityMode {
+    fn from(capacity: Capacity) -> Self {
+        match capacity {
+            Capacity::Enforce => CapacityMode::Enforce,
+            Capacity::TagOnly => CapacityMode::TagOnly,
+            Capacity::Skip => CapacityMode::Skip,
+        }
+    }
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
@@ -66,12 +99,35 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     };
     node::unknown_keep(&parsed.layout, &args.keep_symlink)?;
     let root = Root::open(&args.root.dir)?;
-    let report = node::apply_keeping(&parsed.layout, &contexts, &root, mode, &args.keep_symlink)?;
+    let report = node::apply_with(
+        &parsed.layout,
+        &contexts,
+        &root,
+        mode,
+        &args.keep_symlink,
+        args.capacity.into(),
+    )?;
     for kept in &report.kept {
         eprintln!(
             "semanifest: note: {}: a symlink to {}, kept as the image holds it (never followed)",
             kept.path, kept.target
         );
+    }
+    for capacity in &report.capacities {
+        if capacity.untaggable > 0 {
+            eprintln!(
+                "semanifest: note: {}: {} symlinks, FIFOs, sockets or devices keep their project ID: \
+                 this kernel tags an object only through an open file (file_setattr needs Linux 6.17), \
+                 and those are never opened; objects created from now on inherit the project",
+                capacity.path, capacity.untaggable
+            );
+        }
+        if capacity.mounts > 0 {
+            eprintln!(
+                "semanifest: note: {}: {} mount points below were not entered (not tagged)",
+                capacity.path, capacity.mounts
+            );
+        }
     }
     for error in &report.errors {
         eprintln!("semanifest: error: {error}");
@@ -97,12 +153,17 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             report.errors.len()
         )
     };
+    let capacities: u64 = report.capacities.iter().map(|c| c.objects).sum();
     eprintln!(
-        "apply: {} directories: {outcome}{} in {:.2} s",
+        "apply: {} directories: {outcome}{}{} in {:.2} s",
         report.directories,
         match report.skipped {
             0 => String::new(),
             skipped => format!(", {skipped} skipped below a failure"),
+        },
+        match report.capacities.len() {
+            0 => String::new(),
+            n => format!("; {n} capacities, {capacities} objects examined"),
         },
         report.seconds
     );

@@ -12,7 +12,10 @@ pub enum LayoutCommand {
     /// Validate a layout manifest and print its diagnostics.
     ///
     /// Exit 0 when the layout is valid (warnings are printed), 2 otherwise,
-    /// with every error as FILE:LINE:COL and the offending line.
+    /// with every error as FILE:LINE:COL and the offending line. A valid
+    /// layout's capacities are explained: each limit in bytes and in the
+    /// 1 KiB blocks the filesystem counts, and each project ID with where
+    /// it comes from.
     Validate {
         /// The manifest to validate.
         layout: PathBuf,
@@ -55,7 +58,52 @@ pub fn run(command: LayoutCommand) -> Result<u8> {
                 parsed.layout.paths.len(),
                 parsed.layout.domains.len()
             );
+            for (rule, capacity) in parsed.layout.capacities() {
+                eprintln!("  {}", explain_capacity(&rule.path, capacity));
+            }
+            for rule in parsed
+                .layout
+                .paths
+                .iter()
+                .filter(|r| !r.mount.options.is_empty())
+            {
+                let flags: Vec<&str> = rule.mount.options.iter().map(|f| f.as_str()).collect();
+                let how = if rule.mount.tmpfs {
+                    "its tmpfs mounted"
+                } else {
+                    "bound onto itself and remounted"
+                };
+                eprintln!("  {}: {how} {} at boot", rule.path, flags.join(","));
+            }
             Ok(super::EXIT_OK)
         }
     }
+}
+
+/// One line per capacity: what the filesystem will hold the path to.
+fn explain_capacity(path: &str, capacity: &layout::model::Capacity) -> String {
+    use layout::model::human_bytes;
+    let limit = match &capacity.limit {
+        Some(limit) => format!(
+            "at most {} = {} bytes ({}, {} blocks of 1 KiB)",
+            limit.text,
+            limit.bytes,
+            human_bytes(limit.bytes),
+            limit.kib()
+        ),
+        None => "bytes counted, not limited".to_owned(),
+    };
+    let inodes = match capacity.inodes {
+        Some(inodes) => format!("at most {inodes} objects"),
+        None => "objects counted, not limited".to_owned(),
+    };
+    let origin = if capacity.project_pinned {
+        "set by `project:`"
+    } else {
+        "derived from the path"
+    };
+    format!(
+        "{path}: capacity {limit}; {inodes}; project {} ({origin})",
+        capacity.project
+    )
 }

@@ -12,6 +12,7 @@ mod build_module;
 mod check;
 mod check_store;
 mod completions;
+mod df;
 mod diff;
 mod layout;
 mod lookup;
@@ -64,6 +65,7 @@ enum Command {
     Build(build::Args),
     Check(check::Args),
     Completions(completions::Args),
+    Df(df::Args),
     Diff(diff::Args),
     /// Print, validate and describe layout manifests.
     ///
@@ -90,6 +92,7 @@ pub fn run() -> ExitCode {
         Command::Build(args) => build::run(args),
         Command::Check(args) => check::run(args),
         Command::Completions(args) => completions::run(args),
+        Command::Df(args) => df::run(args),
         Command::Diff(args) => diff::run(args),
         Command::Layout(command) => layout::run(command),
         Command::Man(args) => man::run(args),

@@ -639,6 +639,122 @@ fn flags(o: &Side<'_>, n: &Side<'_>, out: &mut Vec<ManifestChange>) {
                 .values(Some(size(&a.mount.size)), Some(size(&b.mount.size))),
             );
         }
+        if a.mount.options != b.mount.options {
+            let options = |m: &layout::model::Mount| {
+                let names: Vec<&str> = m.options.iter().map(|f| f.as_str()).collect();
+                format!("[{}]", names.join(", "))
+            };
+            out.push(
+                change(
+                    Category::Mount,
+                    Kind::Changed,
+                    format!(
+                        "`{path}` mount options {} → {}",
+                        options(&a.mount),
+                        options(&b.mount)
+                    ),
+                )
+                .at_path(path)
+                .values(Some(options(&a.mount)), Some(options(&b.mount))),
+            );
+        }
+        capacity(path, a.capacity.as_ref(), b.capacity.as_ref(), out);
+    }
+}
+
+/// `capacity:` of one path: added, removed, its limits or its project
+/// ID. Quotas bound space, not access: never security-relevant.
+fn capacity(
+    path: &str,
+    a: Option<&layout::model::Capacity>,
+    b: Option<&layout::model::Capacity>,
+    out: &mut Vec<ManifestChange>,
+) {
+    use layout::model::Capacity;
+    let limit = |c: &Capacity| {
+        c.limit
+            .as_ref()
+            .map_or("unlimited".to_owned(), |l| l.text.clone())
+    };
+    let inodes = |c: &Capacity| c.inodes.map_or("unlimited".to_owned(), |n| n.to_string());
+    let whole = |c: &Capacity| {
+        format!(
+            "limit {}, inodes {}, project {}",
+            limit(c),
+            inodes(c),
+            c.project
+        )
+    };
+    match (a, b) {
+        (None, None) => {}
+        (None, Some(b)) => out.push(
+            change(
+                Category::Capacity,
+                Kind::Added,
+                format!("`{path}` now has a capacity ({})", whole(b)),
+            )
+            .at_path(path)
+            .values(None, Some(whole(b))),
+        ),
+        (Some(a), None) => out.push(
+            change(
+                Category::Capacity,
+                Kind::Removed,
+                format!(
+                    "`{path}` no longer has a capacity (was {}); apply leaves its project ID and limits as they are",
+                    whole(a)
+                ),
+            )
+            .at_path(path)
+            .values(Some(whole(a)), None),
+        ),
+        (Some(a), Some(b)) => {
+            let bytes = |c: &Capacity| c.limit.as_ref().map(|l| l.kib());
+            if bytes(a) != bytes(b) {
+                out.push(
+                    change(
+                        Category::Capacity,
+                        Kind::Changed,
+                        format!(
+                            "`{path}` capacity limit {} → {} (at the next apply)",
+                            limit(a),
+                            limit(b)
+                        ),
+                    )
+                    .at_path(path)
+                    .values(Some(limit(a)), Some(limit(b))),
+                );
+            }
+            if a.inodes != b.inodes {
+                out.push(
+                    change(
+                        Category::Capacity,
+                        Kind::Changed,
+                        format!(
+                            "`{path}` capacity inode limit {} → {} (at the next apply)",
+                            inodes(a),
+                            inodes(b)
+                        ),
+                    )
+                    .at_path(path)
+                    .values(Some(inodes(a)), Some(inodes(b))),
+                );
+            }
+            if a.project != b.project {
+                out.push(
+                    change(
+                        Category::Capacity,
+                        Kind::Changed,
+                        format!(
+                            "`{path}` project ID {} → {}: apply tags the whole subtree again",
+                            a.project, b.project
+                        ),
+                    )
+                    .at_path(path)
+                    .values(Some(a.project.to_string()), Some(b.project.to_string())),
+                );
+            }
+        }
     }
 }
 

@@ -116,8 +116,10 @@ pub enum Category {
     RemovableRoot,
     /// `lifecycle`.
     Lifecycle,
-    /// `mount` (tmpfs, propagation, size).
+    /// `mount` (tmpfs, propagation, size, options).
     Mount,
+    /// `capacity` (limits, project ID).
+    Capacity,
     /// `spec.node`: kubens and the runtime units.
     Node,
 }

@@ -17,6 +17,7 @@ fn heading(category: Category) -> &'static str {
         Category::RemovableRoot => "Removable roots",
         Category::Lifecycle => "Lifecycle",
         Category::Mount => "Mounts",
+        Category::Capacity => "Capacity",
         Category::Node => "Node boot",
     }
 }

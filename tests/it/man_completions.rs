@@ -10,12 +10,13 @@ use std::process::Command;
 use crate::support::{run, semanifest, stderr, stdout, tool};
 
 /// Every command of the binary, as its page name.
-const PAGES: [&str; 16] = [
+const PAGES: [&str; 17] = [
     "semanifest",
     "semanifest-apply",
     "semanifest-build",
     "semanifest-check",
     "semanifest-completions",
+    "semanifest-df",
     "semanifest-diff",
     "semanifest-layout",
     "semanifest-layout-schema",

@@ -521,3 +521,155 @@ fn codes_belong_to_the_documented_rules() {
     assert!(!names(&row("layout-path"), "yaml"));
     assert!(names(&row("layout-yaml"), "yaml"));
 }
+
+/// A path with `capacity` and `mount` as given, accessible to etcd.
+fn capacity_path(path: &str, extra: &str) -> String {
+    format!(
+        "    - path: {path}\n      type: {}_t\n      access: {{ etcd: write, pods: read }}\n{extra}",
+        path.replace('/', "_").trim_start_matches('_')
+    )
+}
+
+#[test]
+fn capacity_limits_and_inodes() {
+    let yaml = with_paths(&capacity_path(
+        "/var/a",
+        "      capacity: { limit: 20GB }\n",
+    ));
+    assert_error(
+        &yaml,
+        "capacity-limit",
+        &position_of(&yaml, "20GB"),
+        "invalid capacity limit `20GB`",
+    );
+    let yaml = with_paths(&capacity_path(
+        "/var/a",
+        "      capacity: { limit: 1.5Gi }\n",
+    ));
+    assert_error(
+        &yaml,
+        "capacity-limit",
+        &position_of(&yaml, "1.5Gi"),
+        "invalid capacity limit",
+    );
+    let yaml = with_paths(&capacity_path("/var/a", "      capacity: { inodes: 0 }\n"));
+    assert_error(
+        &yaml,
+        "capacity-inodes",
+        &position_of(&yaml, "0 }"),
+        "an inode limit of 0",
+    );
+    // The YAML layer refuses what is no count at all.
+    let yaml = with_paths(&capacity_path("/var/a", "      capacity: { inodes: -1 }\n"));
+    assert_eq!(diagnose(&yaml)[0].1, "yaml");
+    // Control: every valid form, and an empty capacity (counted only).
+    for capacity in [
+        "{ limit: 20Gi, inodes: 1000 }",
+        "{ limit: 500M }",
+        "{ limit: 1048576 }",
+        "{}",
+        "{ project: 7 }",
+    ] {
+        let yaml = with_paths(&capacity_path(
+            "/var/a",
+            &format!("      capacity: {capacity}\n"),
+        ));
+        assert_eq!(diagnose(&yaml), vec![], "{capacity}");
+    }
+}
+
+#[test]
+fn capacity_projects_are_one_per_path() {
+    let yaml = with_paths(&format!(
+        "{}{}",
+        capacity_path("/var/a", "      capacity: { project: 9 }\n"),
+        capacity_path("/var/b", "      capacity: { project: 9 }\n")
+    ));
+    assert_error(
+        &yaml,
+        "capacity-project",
+        "17:17",
+        "`/var/b` and `/var/a` would share project ID 9",
+    );
+    let yaml = with_paths(&capacity_path("/var/a", "      capacity: { project: 0 }\n"));
+    assert_error(
+        &yaml,
+        "capacity-project",
+        &position_of(&yaml, "0 }"),
+        "project ID 0 is out of range",
+    );
+    let yaml = with_paths(&capacity_path(
+        "/var/a",
+        "      capacity: { project: 4294967295 }\n",
+    ));
+    assert_error(
+        &yaml,
+        "capacity-project",
+        &position_of(&yaml, "4294967295"),
+        "out of range",
+    );
+    // Control: derived IDs differ per path, and a pinned one may sit
+    // beside them.
+    let yaml = with_paths(&format!(
+        "{}{}{}",
+        capacity_path("/var/a", "      capacity: {}\n"),
+        capacity_path("/var/a/b", "      capacity: {}\n"),
+        capacity_path("/var/c", "      capacity: { project: 9 }\n")
+    ));
+    assert_eq!(diagnose(&yaml), vec![]);
+}
+
+#[test]
+fn capacity_is_not_for_a_tmpfs() {
+    let yaml = with_paths(&format!(
+        "{}{}",
+        capacity_path(
+            "/var/run",
+            "      lifecycle: ephemeral\n      mount: { tmpfs: true }\n"
+        ),
+        capacity_path(
+            "/var/run/x",
+            "      lifecycle: ephemeral\n      capacity: { limit: 1Mi }\n"
+        )
+    ));
+    assert_error(
+        &yaml,
+        "capacity-tmpfs",
+        "19:17",
+        "`/var/run/x` is on the tmpfs at `/var/run`",
+    );
+}
+
+#[test]
+fn mount_options() {
+    let yaml = with_paths(&capacity_path(
+        "/var/a",
+        "      mount: { options: [noexec, nosymfollow] }\n",
+    ));
+    assert_error(
+        &yaml,
+        "mount-option",
+        &position_of(&yaml, "nosymfollow"),
+        "unknown mount option `nosymfollow`",
+    );
+    let yaml = with_paths(&capacity_path(
+        "/var/a",
+        "      mount: { options: [noexec, noexec] }\n",
+    ));
+    assert_error(
+        &yaml,
+        "mount-option",
+        "13:34",
+        "mount option `noexec` is listed twice",
+    );
+    // Control: each flag, alone, together, with propagation or a tmpfs.
+    for mount in [
+        "{ options: [nodev] }",
+        "{ options: [nodev, nosuid, noexec] }",
+        "{ propagation: rshared, options: [noexec] }",
+        "{ options: [] }",
+    ] {
+        let yaml = with_paths(&capacity_path("/var/a", &format!("      mount: {mount}\n")));
+        assert_eq!(diagnose(&yaml), vec![], "{mount}");
+    }
+}

@@ -235,7 +235,11 @@ fn busybox_stage(
         progress: args.progress_limit,
         timeout: args.boot_timeout,
     };
-    let disks = [work.join("var.img"), work.join("node-var.img")];
+    let disks: Vec<PathBuf> = ["var.img", "node-var.img"]
+        .into_iter()
+        .chain(disk::CAPACITY_DISKS)
+        .map(|name| work.join(name))
+        .collect();
     let mut booted = Booted {
         rows: Vec::new(),
         consoles: Vec::new(),

@@ -767,7 +767,7 @@ mod tests {
                 pods.push(key);
             }
         }
-        assert_eq!(pods.len(), 14, "{pods:#?}");
+        assert_eq!(pods.len(), 18, "{pods:#?}");
     }
 
     #[test]

@@ -57,6 +57,7 @@ use rustix::io::Errno;
 pub use entry::{Entry, Handle, Meta};
 pub use escape::EscapedPath;
 pub use key::components;
+pub use mounts::MountLine;
 pub use ops::{
     make_dir, open_dir_beneath, open_listing_beneath, remove_dir, rename_noreplace, reopen_dir,
     unlink, Crossing,
@@ -410,6 +411,17 @@ impl Root {
         below.sort();
         below.dedup();
         Ok(below)
+    }
+
+    /// The mount `id` (a [`Meta::mount`]) as `/proc/self/mountinfo`
+    /// describes it; `None` when it is gone.
+    pub fn mount_line(&self, id: u64) -> Result<Option<MountLine>, Error> {
+        let mountinfo = "/proc/self/mountinfo";
+        let text = std::fs::read(mountinfo).map_err(|error| Error::Io {
+            path: mountinfo.as_bytes().to_vec(),
+            error,
+        })?;
+        Ok(mounts::line_of(&text, id))
     }
 
     /// Holds an exclusive `flock` on the root directory until the returned

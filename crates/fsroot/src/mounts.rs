@@ -8,6 +8,44 @@ pub(crate) fn mount_points(text: &[u8]) -> impl Iterator<Item = Vec<u8>> + '_ {
         .map(unescape)
 }
 
+/// One line of `/proc/self/mountinfo`, the fields semanifest reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MountLine {
+    /// The mount id (`statx` `stx_mnt_id`).
+    pub id: u64,
+    /// Where it is mounted, unescaped.
+    pub point: Vec<u8>,
+    /// The per-mount options (`rw,nosuid,nodev,noexec,relatime`).
+    pub mount_options: String,
+    /// The filesystem type (`ext4`, `xfs`, `tmpfs`).
+    pub fstype: String,
+    /// The source (`/dev/vdb`), unescaped.
+    pub source: Vec<u8>,
+    /// The filesystem's options (`rw,prjquota`).
+    pub super_options: String,
+}
+
+/// The line of mount `id`, if `text` has it.
+pub(crate) fn line_of(text: &[u8], id: u64) -> Option<MountLine> {
+    text.split(|&byte| byte == b'\n').find_map(|line| {
+        let fields: Vec<&[u8]> = line.split(|&byte| byte == b' ').collect();
+        let this: u64 = std::str::from_utf8(fields.first()?).ok()?.parse().ok()?;
+        if this != id {
+            return None;
+        }
+        let dash = fields.iter().position(|field| *field == b"-")?;
+        let text = |field: &[u8]| String::from_utf8_lossy(field).into_owned();
+        Some(MountLine {
+            id,
+            point: unescape(fields.get(4)?),
+            mount_options: text(fields.get(5)?),
+            fstype: text(fields.get(dash + 1)?),
+            source: unescape(fields.get(dash + 2)?),
+            super_options: text(fields.get(dash + 3).copied().unwrap_or_default()),
+        })
+    })
+}
+
 fn unescape(field: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(field.len());
     let mut rest = field;
@@ -31,6 +69,20 @@ fn unescape(field: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lines_by_id() {
+        let text = b"22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/vda rw\n\
+                     40 22 0:5 / /var/mnt rw,nosuid,nodev,noexec - xfs /dev/vdb rw,prjquota\n";
+        let line = line_of(text, 40).expect("line 40");
+        assert_eq!(line.point, b"/var/mnt");
+        assert_eq!(line.mount_options, "rw,nosuid,nodev,noexec");
+        assert_eq!(line.fstype, "xfs");
+        assert_eq!(line.source, b"/dev/vdb");
+        assert_eq!(line.super_options, "rw,prjquota");
+        assert_eq!(line_of(text, 22).expect("22").fstype, "ext4");
+        assert_eq!(line_of(text, 7), None);
+    }
 
     #[test]
     fn fifth_field_unescaped() {

@@ -134,6 +134,8 @@ pub struct PathRule {
     pub removable: bool,
     pub lifecycle: Lifecycle,
     pub mount: Mount,
+    /// A project quota on the subtree (`capacity:`).
+    pub capacity: Option<Capacity>,
     /// Position of the `path:` value in the manifest.
     pub pos: Pos,
     /// Position of the `protected: true` value, when set.
@@ -308,6 +310,116 @@ pub struct Mount {
     pub propagation: Option<Propagation>,
     /// The tmpfs's `size=` (`64m`, `20%`); only with `tmpfs`.
     pub size: Option<String>,
+    /// Per-mount flags (`options:`), in [`MountFlag::ALL`] order, once
+    /// each: the path is bound onto itself with them (a tmpfs gets them
+    /// directly).
+    pub options: Vec<MountFlag>,
+}
+
+impl Mount {
+    /// The path needs a mount of its own (a tmpfs, or itself bound onto
+    /// itself).
+    pub fn any(&self) -> bool {
+        self.tmpfs || self.propagation.is_some() || !self.options.is_empty()
+    }
+}
+
+/// A per-mount flag a layout may ask for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum MountFlag {
+    /// Device files on the mount cannot be opened.
+    Nodev,
+    /// Set-user-ID, set-group-ID and file capabilities are ignored.
+    Nosuid,
+    /// Nothing on the mount can be executed.
+    Noexec,
+}
+
+impl MountFlag {
+    pub const ALL: [(&'static str, MountFlag); 3] = [
+        ("nodev", MountFlag::Nodev),
+        ("nosuid", MountFlag::Nosuid),
+        ("noexec", MountFlag::Noexec),
+    ];
+
+    pub fn as_str(&self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(_, f)| f == self)
+            .map(|(n, _)| *n)
+            .unwrap_or("nodev")
+    }
+}
+
+/// A project quota on a path's subtree: every object below carries the
+/// path's project ID (directories with the inherit flag, so new objects
+/// do too), and the filesystem holds the project to the limits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Capacity {
+    /// The hard limit on the bytes the subtree's blocks take, as written
+    /// (`20Gi`) and in bytes; `None`: not limited, only counted.
+    pub limit: Option<Size>,
+    /// The hard limit on the objects in the subtree; `None`: not limited.
+    pub inodes: Option<u64>,
+    /// The filesystem project ID: `project:` as written, or
+    /// [`Capacity::derived_project`] of the path.
+    pub project: u32,
+    /// `project:` was written (not derived).
+    pub project_pinned: bool,
+    /// Position of the `capacity:` key's value.
+    pub pos: Pos,
+}
+
+/// A byte count as the manifest wrote it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Size {
+    /// `20Gi`, `512Mi`, `1048576`.
+    pub text: String,
+    pub bytes: u64,
+}
+
+impl Size {
+    /// The hard limit as quotas hold it: 1 KiB blocks, rounded up.
+    pub fn kib(&self) -> u64 {
+        self.bytes.div_ceil(1024)
+    }
+}
+
+impl Capacity {
+    /// The lowest project ID a path derives; derived IDs lie in
+    /// `[2^30, 2^31)`, above the IDs tools hand out counting up from 1
+    /// (container storage drivers) or from 2^20 + 1 (kubelet).
+    pub const DERIVED_BASE: u32 = 1 << 30;
+
+    /// The project ID of a path without `project:`: FNV-1a (32 bits) of
+    /// the path's text, its low 30 bits added to [`Self::DERIVED_BASE`].
+    /// A function of the path alone, so no other edit of the layout, no
+    /// boot and no other node moves it.
+    pub fn derived_project(path: &str) -> u32 {
+        let mut hash: u32 = 0x811c_9dc5;
+        for byte in path.bytes() {
+            hash ^= u32::from(byte);
+            hash = hash.wrapping_mul(0x0100_0193);
+        }
+        Self::DERIVED_BASE | (hash & (Self::DERIVED_BASE - 1))
+    }
+}
+
+/// Formats bytes with the largest binary unit that divides them
+/// (`20 GiB`), or with one decimal (`1.5 GiB`).
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut unit = 0;
+    let mut value = bytes as f64;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 || value.fract() == 0.0 {
+        format!("{value:.0} {}", UNITS[unit])
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -369,6 +481,13 @@ impl Layout {
         self.paths
             .iter()
             .find(|rule| is_within(path, &rule.path) || is_within(&rule.path, path))
+    }
+
+    /// The paths with a `capacity:`, in layout order.
+    pub fn capacities(&self) -> impl Iterator<Item = (&PathRule, &Capacity)> {
+        self.paths
+            .iter()
+            .filter_map(|rule| rule.capacity.as_ref().map(|c| (rule, c)))
     }
 
     pub fn workload_domains(&self) -> impl Iterator<Item = (usize, &Domain)> {
@@ -467,6 +586,24 @@ mod tests {
             ["/var/lib", "/var"]
         );
         assert_eq!(ancestors("/var").count(), 0);
+    }
+
+    #[test]
+    fn derived_projects_are_fixed() {
+        // The documented values: a change here moves every node's quotas.
+        assert_eq!(Capacity::derived_project("/var/mnt"), 1_164_479_881);
+        assert_eq!(Capacity::derived_project("/var/lib/etcd"), 1_088_431_818);
+        for path in ["/a", "/var", "/var/lib/containerd"] {
+            let id = Capacity::derived_project(path);
+            assert!((Capacity::DERIVED_BASE..1 << 31).contains(&id));
+        }
+    }
+
+    #[test]
+    fn bytes_read_for_people() {
+        assert_eq!(human_bytes(20 << 30), "20 GiB");
+        assert_eq!(human_bytes(1536 << 20), "1.5 GiB");
+        assert_eq!(human_bytes(1000), "1000 B");
     }
 
     #[test]

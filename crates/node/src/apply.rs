@@ -40,6 +40,7 @@ use serde::Serialize;
 
 use super::delete::{self, DeleteOptions};
 use super::owners::{Accounts, Ids, OwnerError, OwnerProblem};
+use super::quota::{self, CapacityMode, CapacityOutcome, Limits};
 use super::{
     c_name, describe, read_label, shown, split_key, trash, write_label, NodeError, PathError,
 };
@@ -47,6 +48,8 @@ use fsroot::{self, Entry, EscapedPath, Handle, Root};
 use layout::model::{ancestors, is_within, link_target, Layout, Owner};
 use selabel::path_chain::PathChain;
 use selabel::{FileContexts, FileKind};
+
+mod capacity;
 
 /// The name a directory is made under before it is renamed into place.
 const TEMPORARY: &std::ffi::CStr = c".semanifest-apply";
@@ -107,6 +110,23 @@ pub enum What {
         found: Option<String>,
         wanted: String,
     },
+    /// Objects below a capacity path not (all) in its project: tagged
+    /// with it (directories with the inherit flag).
+    Project {
+        project: u32,
+        objects: u64,
+    },
+    /// A capacity's project limits differ from the layout's.
+    Limits {
+        project: u32,
+        found: Limits,
+        wanted: Limits,
+    },
+    /// A path with `mount: options:` is mounted without some of them
+    /// (its mount unit makes the mount; apply only reports).
+    MountFlags {
+        missing: Vec<String>,
+    },
     /// A trash left by an interrupted prune (emptied when writing: the
     /// objects removed and the bytes they freed).
     Trash {
@@ -137,6 +157,33 @@ impl Change {
             What::Label { found, wanted } => format!(
                 "{repair} {path}: label {} -> {wanted}",
                 found.as_deref().unwrap_or("<none>")
+            ),
+            What::Project { project, objects } => match mode {
+                ApplyMode::Check => {
+                    format!("drift {path}: {objects} objects not tagged with project {project}")
+                }
+                _ => {
+                    let tag = if mode == ApplyMode::Write {
+                        "tagged"
+                    } else {
+                        "would tag"
+                    };
+                    format!("{tag} {path}: {objects} objects with project {project}")
+                }
+            },
+            What::Limits {
+                project,
+                found,
+                wanted,
+            } => format!("{repair} {path}: limits of project {project}: {found} -> {wanted}"),
+            What::MountFlags { missing } => format!(
+                "{} {path}: mounted without {} (its mount unit binds it onto itself with them)",
+                if mode == ApplyMode::Check {
+                    "drift"
+                } else {
+                    "would need"
+                },
+                missing.join(", ")
             ),
             What::Trash { objects, bytes } => match (objects, bytes) {
                 (Some(objects), Some(bytes)) => format!(
@@ -178,6 +225,8 @@ pub struct ApplyReport {
     pub errors: Vec<PathError>,
     /// Symlinks kept as the image holds them.
     pub kept: Vec<KeptSymlink>,
+    /// What was examined below each `capacity:` path.
+    pub capacities: Vec<CapacityOutcome>,
     pub seconds: f64,
 }
 
@@ -340,6 +389,20 @@ pub fn apply_keeping(
     mode: ApplyMode,
     keep: &[String],
 ) -> Result<ApplyReport, NodeError> {
+    apply_with(layout, contexts, root, mode, keep, CapacityMode::Enforce)
+}
+
+/// [`apply_keeping`], with `capacity` saying what is done about the
+/// layout's `capacity:` paths (see [`quota`]). Their filesystems are
+/// checked first: if one cannot do it, nothing is changed.
+pub fn apply_with(
+    layout: &Layout,
+    contexts: &FileContexts,
+    root: &Root,
+    mode: ApplyMode,
+    keep: &[String],
+    capacity: CapacityMode,
+) -> Result<ApplyReport, NodeError> {
     let started = Instant::now();
     let _lock = if mode == ApplyMode::Write {
         Some(root.lock()?)
@@ -352,6 +415,7 @@ pub fn apply_keeping(
         None
     };
     let places = places(layout, contexts, accounts.as_ref())?;
+    quota::preflight(root, layout, capacity)?;
     let mut run = Run {
         root,
         mode,
@@ -365,6 +429,7 @@ pub fn apply_keeping(
             changes: Vec::new(),
             errors: Vec::new(),
             kept: Vec::new(),
+            capacities: Vec::new(),
             seconds: 0.0,
         },
         layout,
@@ -380,6 +445,10 @@ pub fn apply_keeping(
     for place in places.iter().filter(|place| place.declared) {
         run.leftover_trash(place);
     }
+    if mode != ApplyMode::Write {
+        run.mount_flags();
+    }
+    run.capacities(capacity);
     run.report.seconds = started.elapsed().as_secs_f64();
     Ok(run.report)
 }

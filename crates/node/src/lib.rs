@@ -20,6 +20,12 @@
 //!   every level with `RESOLVE_NO_XDEV` too, and refuses escapes, mounts
 //!   and objects labelled with a protected type.
 //!
+//! - [`quota`] gives each `capacity:` path its project ID, on the
+//!   directory with the inherit flag and on everything below, and sets
+//!   the project's limits; `apply` runs it after placing the directories,
+//!   once every capacity's filesystem was found able to (or changes
+//!   nothing).
+//!
 //! Owners come from the target root's `etc/passwd` (`owners`). The three
 //! commands take [`Root::lock`] so they never interleave on one tree.
 
@@ -27,6 +33,7 @@ pub mod apply;
 mod delete;
 mod owners;
 pub mod prune;
+pub mod quota;
 pub mod remove;
 mod trash;
 
@@ -35,10 +42,12 @@ use std::ffi::CString;
 use serde::Serialize;
 
 pub use apply::{
-    apply, apply_keeping, unknown_keep, ApplyMode, ApplyReport, KeptSymlink, UnknownKeep,
+    apply, apply_keeping, apply_with, unknown_keep, ApplyMode, ApplyReport, KeptSymlink,
+    UnknownKeep,
 };
 pub use owners::{Accounts, Ids, OwnerError, OwnerProblem};
 pub use prune::{prune, PruneOptions, PruneReport, Selection};
+pub use quota::CapacityMode;
 pub use remove::{remove, RemoveOptions, RemoveReport, Removed};
 
 use fsroot::{EscapedPath, Handle, Root};
@@ -57,6 +66,10 @@ pub enum NodeError {
     Owners(Vec<OwnerProblem>),
     #[error("{0}")]
     Selection(String),
+    /// A capacity's filesystem cannot do what was asked (checked before
+    /// anything is changed).
+    #[error("{}", .0.join("\n"))]
+    Capacity(Vec<String>),
     #[error("cannot start worker threads: {0}")]
     Threads(#[from] rayon::ThreadPoolBuildError),
 }

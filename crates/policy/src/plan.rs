@@ -373,6 +373,9 @@ fn summary(rule: &PathRule, layout: &Layout) -> String {
     if let Some(p) = rule.mount.propagation {
         flags.push(format!("propagation {}", p.as_str()));
     }
+    for option in &rule.mount.options {
+        flags.push(option.as_str().to_owned());
+    }
     flags.push(rule.lifecycle.as_str().to_owned());
     let access = if parts.is_empty() {
         "no direct grants".to_owned()

@@ -20,7 +20,7 @@ mod install;
 mod systemd_escape;
 mod text;
 
-use layout::model::{is_within, Layout, Lifecycle, NodeBoot, Propagation};
+use layout::model::{is_within, Layout, Lifecycle, MountFlag, NodeBoot, Propagation};
 
 pub use image::{Held, Image, ImageError};
 pub use install::{install, install_binary, InstallError, Written};
@@ -261,7 +261,7 @@ fn mount_units(layout: &Layout, image: &Image, set: &mut Builder) -> Result<(), 
     let local_fs = ["local-fs.target".to_owned()];
     for rule in &layout.paths {
         let mount = &rule.mount;
-        if !mount.tmpfs && mount.propagation.is_none() {
+        if !mount.any() {
             continue;
         }
         let path = &rule.path;
@@ -284,10 +284,27 @@ fn mount_units(layout: &Layout, image: &Image, set: &mut Builder) -> Result<(), 
                 ),
             )
         } else {
-            let propagation = propagation.unwrap_or_default();
+            let mut how: Vec<&str> = propagation.into_iter().collect();
+            how.extend(mount.options.iter().map(MountFlag::as_str));
+            let how = how.join(", ");
+            let mut declared = Vec::new();
+            if let Some(propagation) = propagation {
+                declared.push(format!("propagation: {propagation}"));
+            }
+            if !mount.options.is_empty() {
+                declared.push(format!("options: [{}]", flags(mount)));
+            }
             (
-                format!("{path}: bound onto itself and made {propagation} (mount: propagation: {propagation})."),
-                format!("Layout {}: {path} bound onto itself, {propagation}", layout.name),
+                format!(
+                    "{path}: bound onto itself{} (mount: {}).",
+                    match (propagation, mount.options.is_empty()) {
+                        (Some(p), true) => format!(" and made {p}"),
+                        (Some(p), false) => format!(", made {p} and remounted {}", flags(mount)),
+                        (None, _) => format!(" and remounted {}", flags(mount)),
+                    },
+                    declared.join(", ")
+                ),
+                format!("Layout {}: {path} bound onto itself, {how}", layout.name),
             )
         };
         let mut text = set.unit_text(&purpose);
@@ -304,20 +321,33 @@ fn mount_units(layout: &Layout, image: &Image, set: &mut Builder) -> Result<(), 
             ];
             options.extend(mount.size.as_ref().map(|size| format!("size={size}")));
             options.extend(["nosuid".to_owned(), "nodev".to_owned()]);
+            if mount.options.contains(&MountFlag::Noexec) {
+                options.push("noexec".to_owned());
+            }
             options.extend(propagation.map(str::to_owned));
             text.set("What", "tmpfs")
                 .set("Where", path)
                 .set("Type", "tmpfs")
                 .set("Options", &options.join(","));
         } else {
-            text.set("What", path).set("Where", path).set(
-                "Options",
-                &format!("bind,{}", propagation.unwrap_or_default()),
-            );
+            // mount(8) binds, then remounts the bind with the flags: one
+            // unit, and the flags are on the mount before local-fs.target.
+            let mut options = vec!["bind"];
+            options.extend(propagation);
+            options.extend(mount.options.iter().map(MountFlag::as_str));
+            text.set("What", path)
+                .set("Where", path)
+                .set("Options", &options.join(","));
         }
         set.unit(&name, text, &local_fs)?;
     }
     Ok(())
+}
+
+/// `nodev,nosuid,noexec` as the layout lists them.
+fn flags(mount: &layout::model::Mount) -> String {
+    let names: Vec<&str> = mount.options.iter().map(MountFlag::as_str).collect();
+    names.join(",")
 }
 
 fn held_notice(rule: &layout::model::PathRule, held: &Held) -> String {

@@ -22,6 +22,9 @@ pub const ETCD_GID: u32 = 997;
 pub enum Fs {
     Tmpfs,
     Ext4,
+    /// XFS (xfsprogs), which keeps project IDs on every inode even where
+    /// the kernel has no quota support.
+    Xfs,
 }
 
 pub const BOTH: [Fs; 2] = [Fs::Tmpfs, Fs::Ext4];
@@ -65,6 +68,18 @@ impl Arena {
                 run(Command::new("mkfs.ext4")
                     .args(["-q", "-F", "-E", "lazy_itable_init=1,lazy_journal_init=1"])
                     .arg(&image));
+                run(Command::new("mount")
+                    .arg("-o")
+                    .arg("loop")
+                    .arg(&image)
+                    .arg(&root));
+            }
+            Fs::Xfs => {
+                let image = dir.path().join("xfs.img");
+                fs::File::create(&image)
+                    .and_then(|file| file.set_len(512 << 20))
+                    .expect("image");
+                run(Command::new("mkfs.xfs").args(["-q", "-f"]).arg(&image));
                 run(Command::new("mount")
                     .arg("-o")
                     .arg("loop")

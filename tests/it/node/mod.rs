@@ -5,6 +5,7 @@
 
 mod apply;
 mod arena;
+mod capacity;
 mod check_labels;
 mod prune;
 mod remove;

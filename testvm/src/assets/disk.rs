@@ -20,7 +20,8 @@ ea_set /lib/kubelet/pki security.selinux system_u:object_r:var_mnt_t:s0
 ea_set /log/audit/kube-apiserver.log security.selinux system_u:object_r:container_file_t:s0
 ";
 
-/// Builds `work/var.img` and `work/node-var.img`.
+/// Builds `work/var.img`, `work/node-var.img` and the capacity disks
+/// ([`CAPACITY_DISKS`]).
 pub fn build(work: &Path) -> Result<()> {
     say("ext4 /var image");
     let t = work.join("var-tree");
@@ -91,6 +92,7 @@ pub fn build(work: &Path) -> Result<()> {
             .arg("32M"),
         "mkfs.ext4 (node-var.img)",
     )?;
+    capacity_disks(work)?;
     let mut debugfs = Command::new("debugfs")
         .args(["-w", "-f", "-"])
         .arg(&var)
@@ -108,6 +110,42 @@ pub fn build(work: &Path) -> Result<()> {
     if !status.success() {
         bail!("debugfs (mislabelling var.img) failed ({status})");
     }
+    Ok(())
+}
+
+/// The disks `capacity/…` places the layout on, in the order the guest
+/// sees them after var.img and node-var.img (/dev/vdc, /dev/vdd, /dev/vde):
+/// an ext4 with project quotas for the limit, the same for the control
+/// without one, and an XFS. No reserved blocks (`-m 0`): a full disk is
+/// full for root too, so the control's etcd fails as a node's would.
+pub const CAPACITY_DISKS: [&str; 3] = ["cap-ext4.img", "cap-control.img", "cap-xfs.img"];
+
+fn capacity_disks(work: &Path) -> Result<()> {
+    for (name, label) in [
+        ("cap-ext4.img", "cap-ext4"),
+        ("cap-control.img", "cap-control"),
+    ] {
+        let image = work.join(name);
+        let _ = fs::remove_file(&image);
+        host::output(
+            Command::new("mkfs.ext4")
+                .args(["-q", "-F", "-m", "0", "-O", "quota,project", "-L", label])
+                .args(["-b", "4096", "-I", "256"])
+                .arg(&image)
+                .arg("160M"),
+            &format!("mkfs.ext4 ({name})"),
+        )?;
+    }
+    // mkfs.xfs makes nothing smaller than 300 MB; the file is sparse.
+    let xfs = work.join("cap-xfs.img");
+    let _ = fs::remove_file(&xfs);
+    fs::File::create(&xfs)?.set_len(320 << 20)?;
+    host::output(
+        Command::new("mkfs.xfs")
+            .args(["-q", "-f", "-L", "cap-xfs"])
+            .arg(&xfs),
+        "mkfs.xfs (cap-xfs.img)",
+    )?;
     Ok(())
 }
 

@@ -1,6 +1,6 @@
 //! Debian's kernel, fetched as a package (unpacked, never installed) into
 //! `cache/kernel`, with the modules the guest needs (virtio disk, ext4 with
-//! its metadata checksums). Their dependencies are read from each `.ko`'s
+//! its metadata checksums, quotas, XFS). Their dependencies are read from each `.ko`'s
 //! own `.modinfo` `depends=` field, since the package ships no modules.dep
 //! (depmod runs at install, which is skipped) and kmod need not be on the
 //! host.
@@ -25,8 +25,17 @@ use anyhow::{bail, ensure, Context as _, Result};
 
 use crate::host::{self, say};
 
-/// The modules the guest loads, with their dependencies.
-pub const GUEST_MODULES: [&str; 4] = ["virtio_pci", "virtio_blk", "crc32c_generic", "ext4"];
+/// The modules the guest loads, with their dependencies: quota_v2 is the
+/// format of ext4's quota files (without it an ext4 made with `-O quota`
+/// does not mount), xfs the filesystem of the XFS capacity disk.
+pub const GUEST_MODULES: [&str; 6] = [
+    "virtio_pci",
+    "virtio_blk",
+    "crc32c_generic",
+    "ext4",
+    "quota_v2",
+    "xfs",
+];
 
 /// The kernel the meta package `linux-image-amd64` depends on.
 pub fn current_package() -> Result<String> {
@@ -385,20 +394,26 @@ mod tests {
         (dir, "linux-image-6.1.0-1-amd64".to_owned())
     }
 
-    const ALL: [(&str, &[u8]); 6] = [
+    const ALL: [(&str, &[u8]); 9] = [
         ("vmlinux", b"\x7fELF kernel"),
         ("modules/virtio_pci.ko", b"a"),
         ("modules/virtio_blk.ko", b"b"),
         ("modules/crc32c_generic.ko", b"c"),
         ("modules/crc16.ko", b"d"),
         ("modules/ext4.ko", b"e"),
+        ("modules/quota_tree.ko", b"f"),
+        ("modules/quota_v2.ko", b"g"),
+        ("modules/xfs.ko", b"h"),
     ];
-    const ORDER: [&str; 5] = [
+    const ORDER: [&str; 8] = [
         "virtio_pci ",
         "virtio_blk ",
         "crc32c_generic ",
         "crc16 ",
         "ext4 crc16,crc32c_generic",
+        "quota_tree ",
+        "quota_v2 quota_tree",
+        "xfs crc32c_generic",
     ];
 
     #[test]

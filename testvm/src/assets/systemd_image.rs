@@ -224,14 +224,42 @@ fn layout_units(dir: &Path) -> Result<Vec<String>> {
     Ok(units)
 }
 
+/// The mount line of the default layout's `/var/mnt`, and what the image
+/// has instead: the flags `mountopts/…` checks on the live mount.
+const VAR_MNT_MOUNT: (&str, &str) = (
+    "    - path: /var/mnt\n",
+    "      mount: { propagation: rshared }\n",
+);
+const VAR_MNT_MOUNT_FLAGS: &str =
+    "      mount: { propagation: rshared, options: [nodev, nosuid, noexec] }\n";
+
 /// The image's layout, `work/systemd-layout.yaml`: the default layout
 /// (layouts/structured-var.yaml, whose `spec.paths` list comes last) with
+/// `/var/mnt` mounted nodev, nosuid and noexec, and
 /// guest/systemd/layout-node.yaml appended: one more tmpfs path, and the
 /// node section (kubens, the runtime stand-ins' commands).
 fn layout(testvm: &Path, work: &Path) -> Result<PathBuf> {
     let default = testvm.join("../layouts/structured-var.yaml");
     let mut text = fs::read_to_string(&default)
         .with_context(|| format!("cannot read {}", default.display()))?;
+    let (path, mount) = VAR_MNT_MOUNT;
+    let at = text
+        .find(path)
+        .map(|start| start + path.len())
+        .and_then(|body| {
+            let end = text[body..]
+                .find("    - path: ")
+                .map_or(text.len(), |n| body + n);
+            text[body..end].find(mount).map(|n| body + n)
+        })
+        .with_context(|| {
+            format!(
+                "{}: no `{}` under /var/mnt",
+                default.display(),
+                mount.trim()
+            )
+        })?;
+    text.replace_range(at..at + mount.len(), VAR_MNT_MOUNT_FLAGS);
     if !text.ends_with('\n') {
         text.push('\n');
     }

@@ -33,6 +33,12 @@ code!(OWNER, "owner", LAYOUT_VALUE);
 code!(PROPAGATION, "propagation", LAYOUT_VALUE);
 code!(UNKNOWN_DOMAIN, "unknown-domain", LAYOUT_VALUE);
 code!(TMPFS_SIZE, "tmpfs-size", LAYOUT_VALUE);
+code!(CAPACITY_LIMIT, "capacity-limit", LAYOUT_VALUE);
+code!(CAPACITY_INODES, "capacity-inodes", LAYOUT_VALUE);
+code!(MOUNT_OPTION, "mount-option", LAYOUT_VALUE);
+
+code!(CAPACITY_PROJECT, "capacity-project", LAYOUT_CAPACITY);
+code!(CAPACITY_TMPFS, "capacity-tmpfs", LAYOUT_CAPACITY);
 
 code!(PROTECTED_WORKLOAD, "protected-workload", LAYOUT_PROTECTION);
 code!(PROTECTED_HOSTPATH, "protected-hostpath", LAYOUT_PROTECTION);
@@ -60,7 +66,7 @@ code!(NODE_EXEC, "node-exec", LAYOUT_NODE);
 code!(KUBENS_EXEC, "kubens-exec", LAYOUT_NODE);
 
 /// Every code, for documentation and tests.
-pub static CODES: [&crate::diag::Code; 35] = [
+pub static CODES: [&crate::diag::Code; 40] = [
     &YAML,
     &TOO_LARGE,
     &API_VERSION,
@@ -84,6 +90,11 @@ pub static CODES: [&crate::diag::Code; 35] = [
     &PROPAGATION,
     &UNKNOWN_DOMAIN,
     &TMPFS_SIZE,
+    &CAPACITY_LIMIT,
+    &CAPACITY_INODES,
+    &MOUNT_OPTION,
+    &CAPACITY_PROJECT,
+    &CAPACITY_TMPFS,
     &PROTECTED_WORKLOAD,
     &PROTECTED_HOSTPATH,
     &PROTECTED_REMOVABLE,

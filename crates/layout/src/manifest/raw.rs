@@ -181,6 +181,36 @@ pub(crate) struct RawPath {
     /// How the path is mounted.
     #[serde(default)]
     pub mount: Option<RawMount>,
+    /// A project quota on the subtree (ext4 with `-O quota,project`
+    /// mounted `prjquota`, or XFS mounted `prjquota`): `semanifest apply`
+    /// tags every object below with the path's project ID and sets the
+    /// limits; `semanifest df` shows the use.
+    #[serde(default)]
+    #[schemars(schema_with = "capacity")]
+    pub capacity: Option<Spanned<RawCapacity>>,
+}
+
+/// Limits on what a path's subtree may hold.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawCapacity {
+    /// The most bytes of blocks the subtree may take: bytes, or a number
+    /// with a binary (`Ki`, `Mi`, `Gi`, `Ti`, `Pi`) or decimal (`k`, `M`,
+    /// `G`, `T`, `P`) suffix, as Kubernetes writes quantities (`20Gi`).
+    /// Without it, the use is counted but not limited.
+    #[serde(default)]
+    #[schemars(schema_with = "schema::capacity_size")]
+    pub limit: Option<Spanned<String>>,
+    /// The most objects (files, directories, links) the subtree may hold.
+    #[serde(default)]
+    #[schemars(schema_with = "schema::capacity_count")]
+    pub inodes: Option<Spanned<u64>>,
+    /// The filesystem project ID, when it must be a given one. Without it,
+    /// the ID is derived from the path (see docs/manifest.md), so it never
+    /// moves.
+    #[serde(default)]
+    #[schemars(schema_with = "schema::project_id")]
+    pub project: Option<Spanned<u64>>,
 }
 
 /// Mount options of a path.
@@ -203,6 +233,11 @@ pub(crate) struct RawMount {
     #[serde(default)]
     #[schemars(schema_with = "schema::tmpfs_size")]
     pub size: Option<Spanned<String>>,
+    /// Per-mount flags: the path is bound onto itself and remounted with
+    /// them before the runtime starts (a tmpfs is mounted with them).
+    #[serde(default)]
+    #[schemars(schema_with = "schema::mount_options")]
+    pub options: Option<Vec<Spanned<String>>>,
 }
 
 /// A mapping kept in source order with the position of every key, so rules
@@ -308,6 +343,10 @@ fn domains(generator: &mut SchemaGenerator) -> Schema {
         "propertyNames": domain_key(),
         "additionalProperties": domain,
     })
+}
+
+fn capacity(generator: &mut SchemaGenerator) -> Schema {
+    generator.subschema_for::<RawCapacity>()
 }
 
 fn access(generator: &mut SchemaGenerator) -> Schema {

@@ -50,9 +50,12 @@ rule!(LAYOUT_TMPFS, "layout-tmpfs-lifecycle", "LayoutTmpfsLifecycle", Warning,
 rule!(LAYOUT_NODE, "layout-node", "LayoutNode", Error,
     "A runtime unit under spec.node is misnamed, listed twice, one semanifest generates, or has no command kubens can start.",
     "The generated units order the runtime after the labels by these names, and kubens restarts each one through kubensenter with its command: a wrong name or command leaves the runtime unordered, or failing to start.");
+rule!(LAYOUT_CAPACITY, "layout-capacity", "LayoutCapacity", Error,
+    "Two capacities share a project ID, or a tmpfs has a capacity.",
+    "A project ID is what the filesystem counts objects by: two paths under one ID share one limit, and a tmpfs holds no project quotas semanifest sets.");
 
 /// Every rule of a layout manifest, for documentation and SARIF.
-pub static RULES: [&Rule; 10] = [
+pub static RULES: [&Rule; 11] = [
     &LAYOUT_YAML,
     &LAYOUT_HEADER,
     &LAYOUT_PATH,
@@ -63,4 +66,5 @@ pub static RULES: [&Rule; 10] = [
     &LAYOUT_UNUSED,
     &LAYOUT_TMPFS,
     &LAYOUT_NODE,
+    &LAYOUT_CAPACITY,
 ];

@@ -14,7 +14,7 @@
 use schemars::{json_schema, Schema, SchemaGenerator};
 use serde_json::Value;
 
-use crate::model::{Lifecycle, Propagation};
+use crate::model::{Capacity, Lifecycle, MountFlag, Propagation};
 
 /// The `apiVersion` this semanifest reads.
 pub(crate) const API_VERSION: &str = "semanifest.io/v1";
@@ -46,6 +46,13 @@ pub(crate) const EXEC_PATTERN: &str = r"^/[\x21-\x7e]+(?: [\x20-\x7e]*)?$";
 /// A tmpfs size: bytes with an optional k/m/g suffix (no leading zero), or
 /// a percentage of RAM from 1 to 100.
 pub(crate) const TMPFS_SIZE_PATTERN: &str = r"^(?:[1-9][0-9]{0,15}[kmgKMG]?|(?:[1-9][0-9]?|100)%)$";
+/// A capacity's byte limit: bytes, or a number with a binary or decimal
+/// suffix (no leading zero; at most 16 digits).
+pub(crate) const CAPACITY_SIZE_PATTERN: &str = r"^[1-9][0-9]{0,15}(?:[KMGTP]i|[kMGTP])?$";
+/// The largest explicit project ID: 2^32 - 2 (2^32 - 1 is the kernel's
+/// "no ID").
+pub(crate) const PROJECT_MAX: u64 = u32::MAX as u64 - 1;
+
 /// An absolute normalised path of printable ASCII without spaces or `"`:
 /// components are never empty, `.` or `..`, and there is no trailing `/`.
 /// (`\x21\x23-\x2d\x30-\x7e` is printable ASCII less `"`, `.` and `/`; with
@@ -120,4 +127,34 @@ pub(super) fn lifecycle(_: &mut SchemaGenerator) -> Schema {
 pub(super) fn propagation(_: &mut SchemaGenerator) -> Schema {
     let names: Vec<&str> = Propagation::ALL.iter().map(|(name, _)| *name).collect();
     json_schema!({ "type": "string", "enum": names })
+}
+
+pub(super) fn capacity_size(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({ "type": "string", "pattern": CAPACITY_SIZE_PATTERN })
+}
+
+pub(super) fn capacity_count(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({ "type": "integer", "minimum": 1 })
+}
+
+pub(super) fn project_id(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "integer",
+        "minimum": 1,
+        "maximum": PROJECT_MAX,
+        "description": format!(
+            "Without it: derived from the path, in [{}, {}).",
+            Capacity::DERIVED_BASE,
+            2 * u64::from(Capacity::DERIVED_BASE)
+        ),
+    })
+}
+
+pub(super) fn mount_options(_: &mut SchemaGenerator) -> Schema {
+    let names: Vec<&str> = MountFlag::ALL.iter().map(|(name, _)| *name).collect();
+    json_schema!({
+        "type": "array",
+        "items": { "type": "string", "enum": names },
+        "uniqueItems": true,
+    })
 }

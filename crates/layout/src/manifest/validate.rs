@@ -7,13 +7,13 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use serde_saphyr::Spanned;
 
 use super::codes;
-use super::raw::{RawDomain, RawLayout, RawNode, RawPath};
+use super::raw::{RawCapacity, RawDomain, RawLayout, RawNode, RawPath};
 use super::schema::{self, API_VERSION, KIND};
 use super::BaseFacts;
 use crate::diag::{Code, Diagnostic, Pos};
 use crate::model::{
-    is_within, Access, AccessLevel, Domain, Layout, Lifecycle, Mount, NodeBoot, Owner, PathRule,
-    Propagation, RuntimeUnit,
+    is_within, Access, AccessLevel, Capacity, Domain, Layout, Lifecycle, Mount, MountFlag,
+    NodeBoot, Owner, PathRule, Propagation, RuntimeUnit, Size,
 };
 
 fn pos(value: &Spanned<String>) -> Pos {
@@ -144,6 +144,7 @@ fn check_layout(raw: &RawLayout, checker: &mut Checker<'_>) -> Layout {
     check_protection(&paths, &domains, checker);
     check_transitions(&paths, &domains, checker);
     check_unused_domains(&paths, &domains, checker);
+    check_capacities(&paths, checker);
     let node = check_node(raw.spec.node.as_ref(), checker);
 
     Layout {
@@ -503,6 +504,31 @@ fn check_path(
                 mount.size = Some(size.value.clone());
             }
         }
+        for option in raw_mount.options.iter().flatten() {
+            match MountFlag::ALL
+                .iter()
+                .find(|(name, _)| *name == option.value)
+            {
+                Some((_, flag)) if mount.options.contains(flag) => {
+                    checker.error(
+                        &codes::MOUNT_OPTION,
+                        pos(option),
+                        format!("mount option `{}` is listed twice", option.value),
+                    );
+                }
+                Some((_, flag)) => mount.options.push(*flag),
+                None => {
+                    checker
+                        .error(
+                            &codes::MOUNT_OPTION,
+                            pos(option),
+                            format!("unknown mount option `{}`", option.value),
+                        )
+                        .help("one of: nodev, nosuid, noexec (the flags a bind mount of the path onto itself can carry)");
+                }
+            }
+        }
+        mount.options.sort();
         if mount.tmpfs && lifecycle == Lifecycle::Persistent {
             let at = raw_mount
                 .tmpfs
@@ -520,6 +546,11 @@ fn check_path(
         }
     }
 
+    let capacity = raw
+        .capacity
+        .as_ref()
+        .and_then(|capacity| check_capacity(&raw.path.value, capacity, checker));
+
     path_ok.then(|| PathRule {
         path: raw.path.value.clone(),
         type_name: type_name.value.clone(),
@@ -533,6 +564,7 @@ fn check_path(
         removable: flag(&raw.removable),
         lifecycle,
         mount,
+        capacity,
         pos: path_pos,
         protected_pos: raw
             .protected
@@ -540,6 +572,140 @@ fn check_path(
             .filter(|p| p.value)
             .map(|p| pos_of(p, 4)),
     })
+}
+
+/// `capacity:`: the sizes and the project ID of one path.
+fn check_capacity(
+    path: &str,
+    raw: &Spanned<RawCapacity>,
+    checker: &mut Checker<'_>,
+) -> Option<Capacity> {
+    let mut ok = true;
+    let limit = match &raw.value.limit {
+        None => None,
+        Some(text) => match parse_size(&text.value) {
+            Some(bytes) => Some(Size {
+                text: text.value.clone(),
+                bytes,
+            }),
+            None => {
+                checker
+                    .error(
+                        &codes::CAPACITY_LIMIT,
+                        pos(text),
+                        format!("invalid capacity limit `{}`", text.value),
+                    )
+                    .help("bytes, or a number with a suffix: Ki, Mi, Gi, Ti, Pi (powers of 1024) or k, M, G, T, P (powers of 1000), e.g. `20Gi`");
+                ok = false;
+                None
+            }
+        },
+    };
+    let inodes = raw.value.inodes.as_ref().map(|inodes| {
+        if inodes.value == 0 {
+            checker
+                .error(
+                    &codes::CAPACITY_INODES,
+                    pos_of(inodes, 1),
+                    "an inode limit of 0 would refuse every object, the directory's own included",
+                )
+                .help("leave `inodes` out for no limit on the number of objects");
+            ok = false;
+        }
+        inodes.value
+    });
+    let (project, project_pinned) = match &raw.value.project {
+        None => (Capacity::derived_project(path), false),
+        Some(project) => {
+            if !(1..=schema::PROJECT_MAX).contains(&project.value) {
+                checker
+                    .error(
+                        &codes::CAPACITY_PROJECT,
+                        pos_of(project, project.value.to_string().len()),
+                        format!("project ID {} is out of range", project.value),
+                    )
+                    .help(format!(
+                        "a project ID is from 1 to {} (0 is every filesystem's default project)",
+                        schema::PROJECT_MAX
+                    ));
+                ok = false;
+            }
+            (u32::try_from(project.value).unwrap_or(0), true)
+        }
+    };
+    ok.then(|| Capacity {
+        limit,
+        inodes,
+        project,
+        project_pinned,
+        pos: Pos::of(&raw.referenced, 0),
+    })
+}
+
+/// `20Gi`, `500M`, `1048576`: bytes, at most what 64 bits hold.
+pub(crate) fn parse_size(text: &str) -> Option<u64> {
+    let (digits, unit): (&str, u64) = [
+        ("Ki", 1 << 10),
+        ("Mi", 1 << 20),
+        ("Gi", 1 << 30),
+        ("Ti", 1 << 40),
+        ("Pi", 1 << 50),
+        ("k", 1_000),
+        ("M", 1_000_000),
+        ("G", 1_000_000_000),
+        ("T", 1_000_000_000_000),
+        ("P", 1_000_000_000_000_000),
+    ]
+    .iter()
+    .find_map(|(suffix, unit)| text.strip_suffix(suffix).map(|digits| (digits, *unit)))
+    .unwrap_or((text, 1));
+    let valid = !digits.starts_with('0')
+        && (1..=16).contains(&digits.len())
+        && digits.bytes().all(|b| b.is_ascii_digit());
+    let bytes = digits.parse::<u64>().ok()?.checked_mul(unit)?;
+    valid.then_some(bytes)
+}
+
+/// Capacities across paths: one project ID per path, and none on a tmpfs
+/// (or below one), which holds no project quotas semanifest sets.
+fn check_capacities(paths: &[PathRule], checker: &mut Checker<'_>) {
+    let mut seen: HashMap<u32, &PathRule> = HashMap::new();
+    for rule in paths {
+        let Some(capacity) = &rule.capacity else {
+            continue;
+        };
+        if let Some(tmpfs) = paths
+            .iter()
+            .find(|other| other.mount.tmpfs && is_within(&rule.path, &other.path))
+        {
+            checker
+                .error(
+                    &codes::CAPACITY_TMPFS,
+                    capacity.pos,
+                    format!(
+                        "`{}` is on the tmpfs at `{}`, which holds no project quotas",
+                        rule.path, tmpfs.path
+                    ),
+                )
+                .help("a tmpfs is bounded by its `size`; a capacity is for ext4 and XFS");
+        }
+        if let Some(first) = seen.get(&capacity.project) {
+            let how = |c: &Capacity| if c.project_pinned { "set" } else { "derived" };
+            let first_capacity = first.capacity.as_ref().map(how).unwrap_or("derived");
+            checker
+                .error(
+                    &codes::CAPACITY_PROJECT,
+                    capacity.pos,
+                    format!(
+                        "`{}` and `{}` would share project ID {} ({} for `{}`, {} here)",
+                        rule.path, first.path, capacity.project, first_capacity, first.path, how(capacity)
+                    ),
+                )
+                .help("a project is counted as one: give one of them `project:` with an ID of its own");
+            continue;
+        }
+        seen.insert(capacity.project, rule);
+    }
 }
 
 /// Absolute, normalised, printable ASCII without whitespace or `"`.
@@ -929,12 +1095,13 @@ mod tests {
         fn node_patterns_agree_with_the_rules(
             unit in r"[a-zA-Z0-9@:_. \\-]{0,6}(\.service|\.mount|service)?",
             exec in "[/a-z$ \t\\\\\"\u{7f}é%-]{0,8}",
-            size in "[0-9]{0,4}[kmgKMGt%]{0,2}",
+            size in "[0-9]{0,4}[kmgKMGtTPi%]{0,2}",
         ) {
             agree(schema::UNIT_NAME_PATTERN, is_unit_name, &unit)?;
             agree(schema::EXEC_PATTERN, is_exec, &exec)?;
             agree(schema::EXEC_PATTERN, is_exec, &format!("/{exec}"))?;
             agree(schema::TMPFS_SIZE_PATTERN, is_tmpfs_size, &size)?;
+            agree(schema::CAPACITY_SIZE_PATTERN, |t| parse_size(t).is_some(), &size)?;
         }
     }
 
@@ -1053,6 +1220,43 @@ mod tests {
         assert!(["etcd", "etcd_t"]
             .iter()
             .any(|t| matches("^[a-z_]+$", t) != is_type_name(t)));
+    }
+
+    #[test]
+    fn capacity_sizes() {
+        assert_eq!(parse_size("20Gi"), Some(20 << 30));
+        assert_eq!(parse_size("512Mi"), Some(512 << 20));
+        assert_eq!(parse_size("1M"), Some(1_000_000));
+        assert_eq!(parse_size("4096"), Some(4096));
+        assert_eq!(parse_size("8Pi"), Some(8 << 50));
+        for bad in [
+            "",
+            "0",
+            "020Gi",
+            "1.5Gi",
+            "1gi",
+            "Gi",
+            "1 Gi",
+            "9999999999999999Pi",
+        ] {
+            assert_eq!(parse_size(bad), None, "{bad:?}");
+        }
+        for size in [
+            "1",
+            "1Ki",
+            "16Mi",
+            "1G",
+            "0Mi",
+            "1Ti",
+            "1KiB",
+            "10000000000000000",
+        ] {
+            assert_eq!(
+                matches(schema::CAPACITY_SIZE_PATTERN, size),
+                parse_size(size).is_some(),
+                "{size:?}"
+            );
+        }
     }
 
     #[test]
