@@ -11,10 +11,20 @@ use node::{self, ApplyMode};
 use super::{EXIT_FINDINGS, EXIT_OK};
 
 const AFTER_HELP: &str = "\
-Exit codes: 0 placed (or nothing to change); 1 some directories could not
-be placed (each is reported), or --check found drift; 2 usage errors or bad
-input (layout, an owner missing from ROOT/etc/passwd, a root that cannot be
-opened).
+A declared directory may be a mount point, and so may a directory on its
+way, when the mount is a filesystem mounted at its own root (a disk, a
+volume, a tmpfs), a directory bound onto itself, or the layout's own
+mount (a tmpfs where it declares one); a bind mount of another directory
+there is refused before anything changes (exit 2), since apply would
+chown, chmod and label that directory instead.
+
+Exit codes: 0 placed (or nothing to change), warnings included: what
+could not be deleted from a trash a prune left (an immutable file, a
+mount placed in it) is reported and tried again at the next run, but
+never stops the boot; 1 some directories could not be placed (each is
+reported), or --check found drift; 2 usage errors or bad input (layout,
+an owner missing from ROOT/etc/passwd, a root that cannot be opened, a
+mount that may not be acted through: nothing was changed).
 
 Examples:
   semanifest apply                             place the default layout on /
@@ -28,9 +38,11 @@ Examples:
 /// the label the file contexts give it. A missing directory is born with
 /// everything right: it is made under a temporary name, set up, and
 /// renamed into place. Drift is repaired and each repair reported; a
-/// second run changes nothing. Symlinks are never followed, and nothing in
-/// the way is ever deleted or replaced: an error names it. A trash left by
-/// an interrupted `prune` is emptied.
+/// second run changes nothing. Symlinks are never followed, nothing in
+/// the way is ever deleted or replaced (an error names it), and nothing is
+/// done through a bind mount of another directory. A trash left by an
+/// interrupted `prune` is emptied; what cannot be deleted from it is a
+/// warning.
 #[derive(ClapArgs, Debug)]
 #[command(after_help = AFTER_HELP)]
 pub struct Args {
@@ -80,6 +92,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     for error in &report.errors {
         eprintln!("semanifest: error: {error}");
     }
+    for warning in &report.warnings {
+        eprintln!("semanifest: warning: {warning}");
+    }
     if args.json {
         let json = serde_json::to_string_pretty(&report).context("rendering the report")?;
         super::print_stdout(format!("{json}\n").as_bytes())?;
@@ -101,6 +116,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             report.unchanged,
             report.errors.len()
         )
+    };
+    let outcome = match report.warnings.len() {
+        0 => outcome,
+        n => format!("{outcome}, {n} warnings"),
     };
     eprintln!(
         "apply: {} directories: {outcome}{} in {:.2} s",

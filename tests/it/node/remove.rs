@@ -180,7 +180,13 @@ fn refusals_exit_2_with_their_message_and_remove_nothing() {
         ),
         (
             vec!["-r".into(), "relative/outside".into()],
-            "is outside the root",
+            "relative/outside: is a relative path; rm takes layout paths (/var/mnt/x, below \
+             --root)",
+        ),
+        // Relative even where it would name a removable path from /.
+        (
+            vec!["-r".into(), "var/mnt/dir".into()],
+            "var/mnt/dir: is a relative path",
         ),
         (
             vec![arena.path("var/mnt/dir").into()],
