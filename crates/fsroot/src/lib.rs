@@ -24,7 +24,7 @@
 //!   `RESOLVE_NO_XDEV` ([`Crossing::NoMounts`]).
 //! - [`Root::read_file`] reads a regular file (never a FIFO or device),
 //!   [`Root::mounts_below`] lists the mount points under a key (from
-//!   `/proc/self/mountinfo`, [`MountTable`], which also tells a filesystem
+//!   the mount table, [`MountTable`], which also tells a filesystem
 //!   mounted at its own root from a bind mount of one of its
 //!   directories), [`Root::reach_dir`] names the mount points on the way
 //!   to a directory, and [`Root::lock`] serialises the commands that
@@ -333,7 +333,7 @@ impl Root {
     }
 
     /// The keys of the mount points strictly below `key` (bind mounts of
-    /// the same filesystem included), from `/proc/self/mountinfo`: what a
+    /// the same filesystem included), from the mount table: what a
     /// command that must not cross a mount refuses before it starts. The
     /// walks check mount ids as well, for mounts made meanwhile.
     pub fn mounts_below(&self, key: &[u8]) -> Result<Vec<Vec<u8>>, Error> {

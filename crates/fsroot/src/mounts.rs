@@ -1,4 +1,4 @@
-//! The mount table, from `/proc/self/mountinfo`: where each mount is, and
+//! The mount table, from `/proc/thread-self/mountinfo`: where each mount is, and
 //! what it shows there (a whole filesystem, or one directory of it bound
 //! elsewhere).
 
@@ -8,7 +8,7 @@ use super::escape::EscapedPath;
 use super::key;
 use super::Error;
 
-/// One line of `/proc/self/mountinfo` (see proc(5)).
+/// One line of a `mountinfo` file (see proc(5)).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MountInfo {
     /// The mount id, as `statx` reports it in `stx_mnt_id`.
@@ -50,12 +50,14 @@ pub struct MountTable {
 }
 
 impl MountTable {
-    /// Reads `/proc/self/mountinfo`. A mount held by an open fd is listed
-    /// unless it was detached (`umount -l`), and its id cannot be reused
-    /// while the fd is held: read the table after opening what it is asked
-    /// about.
+    /// Reads the calling thread's mount table
+    /// (`/proc/thread-self/mountinfo`: a thread may have a mount namespace
+    /// of its own, and `/proc/self` is the main thread's). A mount held by
+    /// an open fd is listed unless it was detached (`umount -l`), and its
+    /// id cannot be reused while the fd is held: read the table after
+    /// opening what it is asked about.
     pub fn read() -> Result<Self, Error> {
-        const PATH: &str = "/proc/self/mountinfo";
+        const PATH: &str = "/proc/thread-self/mountinfo";
         let text = std::fs::read(PATH).map_err(|error: io::Error| Error::Io {
             path: PATH.as_bytes().to_vec(),
             error,

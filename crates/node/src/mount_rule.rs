@@ -52,7 +52,7 @@ pub(crate) fn refusals(layout: &Layout, root: &Root, mounts: &[MountAt]) -> Vec<
 fn refusal(layout: &Layout, table: &MountTable, mount: &MountAt) -> Option<String> {
     let Some(info) = table.get(mount.id) else {
         return Some(format!(
-            "a mount point whose mount (id {}) is not in /proc/self/mountinfo (detached \
+            "a mount point whose mount (id {}) is not in the mount table (detached \
              meanwhile?); never acted through",
             mount.id
         ));

@@ -21,7 +21,7 @@
 //! one name at a time from an open directory, and entries are moved by name
 //! from their open parent, so no symlink is ever followed. A mount point
 //! below a pruned path (that is not a declared path) is an error naming it
-//! and nothing under it is touched: it is found in `/proc/self/mountinfo`
+//! and nothing under it is touched: it is found in the mount table
 //! before anything moves, and a mount made meanwhile is refused by the
 //! kernel (`EBUSY` for a rename, `EXDEV` for a walk).
 //!
@@ -583,10 +583,14 @@ fn plan<'l>(
                 lifecycle: d.lifecycle,
             })
             .collect();
+        // A mount in the trash is out of the path already: the trash's
+        // deletion keeps it, as a warning.
+        let trash = trash_path(key.as_bytes());
         let mounts: Vec<Vec<u8>> = root
             .mounts_below(key.as_bytes())?
             .into_iter()
             .filter(|mount| !below.iter().any(|d| within(mount, d.path.as_bytes())))
+            .filter(|mount| !within(mount, &trash))
             .collect();
         // A mount below another mount is under the outer one already.
         let mounts: Vec<Vec<u8>> = mounts

@@ -21,7 +21,7 @@
 //!   file or directory) is refused; so is an object whose label has a
 //!   protected type (a hard link to an etcd file keeps etcd's label), a
 //!   directory without `recursive`, and a directory that holds a mount
-//!   point anywhere below it (`/proc/self/mountinfo`).
+//!   point anywhere below it (the mount table).
 //!
 //! A directory's contents then go through [`super::delete`]: every level
 //! is opened from its parent's fd with the same `openat2` flags including

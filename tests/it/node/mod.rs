@@ -6,5 +6,9 @@
 mod apply;
 mod arena;
 mod check_labels;
+mod depth;
+mod leftovers;
+mod mounts;
 mod prune;
+mod races;
 mod remove;
