@@ -2,6 +2,9 @@
 //! corpus repeated N times as one multi-document stream.
 //! `cargo run --release --example k8s_parse_throughput -- 200`
 
+// An example prints its results.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 use std::time::Instant;
 
 use k8s::{audit, parse_str, HostPathRules};

@@ -25,6 +25,9 @@
 //! Load: semanifest 192 ms (compiles everything up front), libselinux 7 ms
 //! (compiles each regex on first use).
 
+// An example prints its results.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 // The differential tests' oracle and key generator, of which this bench
 // uses a part.
 #[allow(dead_code)]

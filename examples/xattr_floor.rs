@@ -5,6 +5,9 @@
 //!
 //! Usage: `xattr_floor [--jobs N] DIR...`; prints `objects seconds`.
 
+// An example prints its results.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 use std::ffi::CString;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -15,13 +15,13 @@ use policy::setools::{self, allow_pairs, SetoolsError};
 use policy::{self, BuildError, BuildOptions};
 
 /// What the policy phase needs.
-pub struct PolicyInputs<'a> {
+pub(crate) struct PolicyInputs<'a> {
     pub includes: &'a [PathBuf],
     pub secilc: Option<&'a Path>,
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum PolicyCheckError {
+pub(crate) enum PolicyCheckError {
     #[error(transparent)]
     Build(#[from] BuildError),
     #[error("cannot create a temporary directory: {0}")]
@@ -52,7 +52,10 @@ fn offending_location(text: &str) -> Option<(Location, String)> {
     ))
 }
 
-pub fn check(parsed: &Parsed, inputs: &PolicyInputs<'_>) -> Result<Vec<Finding>, PolicyCheckError> {
+pub(crate) fn check(
+    parsed: &Parsed,
+    inputs: &PolicyInputs<'_>,
+) -> Result<Vec<Finding>, PolicyCheckError> {
     let dir = tempfile::tempdir().map_err(PolicyCheckError::TempDir)?;
     let options = BuildOptions {
         out_dir: dir.path().to_owned(),

@@ -18,7 +18,7 @@ use selabel::FileContexts;
 
 /// Why the label phase could not run.
 #[derive(Debug, thiserror::Error)]
-pub enum LabelsError {
+pub(crate) enum LabelsError {
     #[error(transparent)]
     Relabel(#[from] RelabelError),
     #[error(transparent)]
@@ -30,7 +30,7 @@ fn finding(rule: &'static Rule, message: String) -> Finding {
 }
 
 /// What the walk found: findings in path order, and the totals.
-pub struct LabelReport {
+pub(crate) struct LabelReport {
     pub findings: Vec<Finding>,
     pub summary: relabel::Summary,
 }
@@ -40,7 +40,7 @@ pub struct LabelReport {
 /// directories' existence, mode and owner, as `apply --check` does,
 /// keeping the symlinks at `keep` as `apply --keep-symlink` does (each one
 /// kept is a note).
-pub fn check(
+pub(crate) fn check(
     layout: &Layout,
     contexts: &FileContexts,
     root: &Path,

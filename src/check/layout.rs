@@ -8,7 +8,7 @@ use crate::check::rules;
 use layout::diag::{Finding, Pos, Rule};
 use layout::manifest::Parsed;
 use layout::model::{is_within, Layout};
-use policy::file_contexts::{self, FileCon, FileConType};
+use policy::file_contexts::{self, FileCon};
 use policy::{self, plan};
 use selabel::{FileContexts, FileKind};
 
@@ -17,7 +17,7 @@ fn finding(parsed: &Parsed, rule: &'static Rule, pos: Pos, message: String) -> F
 }
 
 /// The hazards of the layout's file_contexts, found with the lookup engine.
-pub fn hazards(parsed: &Parsed) -> Vec<Finding> {
+pub(crate) fn hazards(parsed: &Parsed) -> Vec<Finding> {
     let layout = &parsed.layout;
     let mut findings = Vec::new();
     let text = policy::file_contexts_text(layout);
@@ -59,7 +59,7 @@ fn all_specs(layout: &Layout) -> Vec<FileCon> {
     let mut specs = policy::base_filecons();
     specs.extend(layout.paths.iter().map(|rule| FileCon {
         regex: plan::subtree_regex(&rule.path),
-        file_type: FileConType::Any,
+        file_type: FileKind::Any,
         context: Some(rule.context()),
     }));
     specs
@@ -162,7 +162,7 @@ fn base_overlaps(parsed: &Parsed, layout: &Layout) -> Vec<Finding> {
 /// Paths granted to a domain but below a protected path it may not cross:
 /// reachable only through bind mounts, by design. Noted so it stays visible.
 /// Granted paths below a protected path (notes; target-independent).
-pub fn below_protected_notes(parsed: &Parsed) -> Vec<Finding> {
+pub(crate) fn below_protected_notes(parsed: &Parsed) -> Vec<Finding> {
     below_protected(parsed, &parsed.layout)
 }
 

@@ -5,15 +5,15 @@
 //!
 //! Invariants: nothing here writes outside a temporary directory (labels are
 //! checked with the relabeler in dry-run mode); a phase that cannot run
-//! (unreadable input, missing tool) is an [`InputError`], never a finding, so
+//! (unreadable input, missing tool) is an `InputError`, never a finding, so
 //! "no findings" always means "checked and clean".
 
-pub mod compiled_policy;
-pub mod labels;
-pub mod layout;
+mod compiled_policy;
+mod labels;
+mod layout;
 pub mod report;
 pub mod rules;
-pub mod store;
+mod store;
 
 use std::path::PathBuf;
 
@@ -36,13 +36,15 @@ pub struct CheckOptions {
 
 /// A phase could not run.
 #[derive(Debug, thiserror::Error)]
-pub enum InputError {
+pub(crate) enum InputError {
     #[error(transparent)]
     Policy(#[from] compiled_policy::PolicyCheckError),
     #[error(transparent)]
     Relabel(#[from] relabel::RelabelError),
-    #[error("{0}")]
-    FileContexts(String),
+    #[error(transparent)]
+    FileContexts(#[from] selabel::LoadError),
+    #[error("no predicted file_contexts: the store phase failed")]
+    NoPrediction,
 }
 
 /// Findings of every phase, in phase order, plus the input errors met.
@@ -76,8 +78,10 @@ pub fn run(parsed: &Parsed, options: &CheckOptions) -> CheckOutcome {
 
     let contexts = || {
         let text = policy::file_contexts_text(&parsed.layout);
-        selabel::FileContexts::from_text(&parsed.source.name, text.as_bytes())
-            .map_err(|e| e.to_string())
+        Ok(selabel::FileContexts::from_text(
+            &parsed.source.name,
+            text.as_bytes(),
+        )?)
     };
     workload_and_label_phases(parsed, options, contexts, &mut outcome);
     outcome
@@ -85,7 +89,7 @@ pub fn run(parsed: &Parsed, options: &CheckOptions) -> CheckOutcome {
 
 /// Like [`run`], with the policy phase against a distribution's store
 /// instead of the standalone base: the module is built, compiled with the
-/// store and proven ([`store::check`]), and labels are checked against the
+/// store and proven (`store::check`), and labels are checked against the
 /// predicted file contexts.
 pub fn run_against(
     parsed: &Parsed,
@@ -105,8 +109,8 @@ pub fn run_against(
     outcome.input_errors.extend(result.input_errors);
     let predicted = result.file_contexts;
     let contexts = || match predicted {
-        Some(path) => selabel::FileContexts::load(&path).map_err(|e| e.to_string()),
-        None => Err("no predicted file_contexts: the store phase failed".to_owned()),
+        Some(path) => Ok(selabel::FileContexts::load(&path)?),
+        None => Err(InputError::NoPrediction),
     };
     workload_and_label_phases(parsed, options, contexts, &mut outcome);
     outcome
@@ -116,7 +120,7 @@ pub fn run_against(
 fn workload_and_label_phases(
     parsed: &Parsed,
     options: &CheckOptions,
-    contexts: impl FnOnce() -> Result<selabel::FileContexts, String>,
+    contexts: impl FnOnce() -> Result<selabel::FileContexts, InputError>,
     outcome: &mut CheckOutcome,
 ) {
     if !options.k8s.is_empty() {
@@ -140,9 +144,7 @@ fn workload_and_label_phases(
 
     if let Some(root) = &options.labels {
         match contexts() {
-            Err(error) => outcome
-                .input_errors
-                .push(InputError::FileContexts(error).to_string()),
+            Err(error) => outcome.input_errors.push(error.to_string()),
             Ok(contexts) => {
                 match labels::check(&parsed.layout, &contexts, root, &options.keep_symlinks) {
                     Ok(report) => {
@@ -159,6 +161,6 @@ fn workload_and_label_phases(
 }
 
 /// What the layout says about hostPath volumes, for the Kubernetes audit.
-pub fn host_path_rules(parsed: &Parsed) -> HostPathRules {
+pub(crate) fn host_path_rules(parsed: &Parsed) -> HostPathRules {
     HostPathRules::of(parsed)
 }

@@ -312,7 +312,7 @@ fn to_pretty_json<T: Serialize>(value: &T) -> String {
 
 /// The `$schema` written into SARIF logs: the OASIS 2.1.0 errata 01 schema,
 /// the one the tests validate against.
-pub const SARIF_SCHEMA_URI: &str =
+pub(crate) const SARIF_SCHEMA_URI: &str =
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json";
 
 #[derive(Serialize)]
@@ -531,7 +531,7 @@ pub fn render_sarif(findings: &[Finding]) -> String {
 /// reference: unreserved characters and `/` stay, everything else
 /// (including `:`, which would otherwise read as a scheme, `%`, spaces and
 /// non-ASCII bytes) is percent-encoded.
-pub fn path_to_uri_reference(path: &str) -> String {
+pub(crate) fn path_to_uri_reference(path: &str) -> String {
     let mut uri = String::with_capacity(path.len());
     for byte in path.bytes() {
         match byte {

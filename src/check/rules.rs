@@ -109,28 +109,3 @@ pub static RULES: [&Rule; 20] = [
     &STORE_PREDICTION,
     &STORE_REACH,
 ];
-
-#[cfg(test)]
-mod tests {
-    use std::collections::BTreeSet;
-
-    /// A rule id or name names one rule across every producer. Control:
-    /// the same list twice is caught.
-    #[test]
-    fn ids_and_names_are_unique_across_producers() {
-        let all: Vec<&layout::diag::Rule> = super::RULES
-            .iter()
-            .chain(layout::manifest::rules::RULES.iter())
-            .chain(k8s::RULES.iter())
-            .copied()
-            .collect();
-        let unique = |rules: &[&layout::diag::Rule]| {
-            let ids: BTreeSet<&str> = rules.iter().map(|r| r.id).collect();
-            let names: BTreeSet<&str> = rules.iter().map(|r| r.name).collect();
-            ids.len() == rules.len() && names.len() == rules.len()
-        };
-        assert!(unique(&all));
-        let twice: Vec<_> = all.iter().chain(&all).copied().collect();
-        assert!(!unique(&twice));
-    }
-}

@@ -15,7 +15,7 @@ use store::{self, Baseline, ModuleError};
 
 /// What the store phase found.
 #[derive(Debug, Default)]
-pub struct StoreOutcome {
+pub(crate) struct StoreOutcome {
     pub findings: Vec<Finding>,
     pub input_errors: Vec<String>,
     /// The predicted `file_contexts` with the store's siblings beside it,
@@ -37,7 +37,11 @@ fn path_pos(parsed: &Parsed, path: &str) -> Option<Pos> {
         .map(|r| r.pos)
 }
 
-pub fn check(parsed: &Parsed, baseline: &Baseline, options: &store::ModuleOptions) -> StoreOutcome {
+pub(crate) fn check(
+    parsed: &Parsed,
+    baseline: &Baseline,
+    options: &store::ModuleOptions,
+) -> StoreOutcome {
     let mut outcome = StoreOutcome::default();
     if let Verification::Differs { why } = &baseline.verification {
         outcome.findings.push(finding(

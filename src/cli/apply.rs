@@ -1,14 +1,14 @@
 //! `semanifest apply`: argument handling and reporting around
 //! [`node::apply`].
 
-use std::path::PathBuf;
-
-use anyhow::Context as _;
 use clap::Args as ClapArgs;
 use fsroot::Root;
 use node::{self, ApplyMode};
 
 use super::{EXIT_FINDINGS, EXIT_OK};
+
+/// The version of the JSON report (docs/apply-json.md).
+const JSON_VERSION: u32 = 1;
 
 const AFTER_HELP: &str = "\
 A declared directory may be a mount point, and so may a directory on its
@@ -29,7 +29,7 @@ mount that may not be acted through: nothing was changed).
 Examples:
   semanifest apply                             place the default layout on /
   semanifest apply --layout node.yaml --root /sysroot
-  semanifest apply --check --json              drift, as JSON, exit 1 if any";
+  semanifest apply --check --format json       drift, as JSON, exit 1 if any";
 
 /// Make every declared directory exist with its mode, owner and label.
 ///
@@ -46,22 +46,18 @@ Examples:
 #[derive(ClapArgs, Debug)]
 #[command(after_help = AFTER_HELP)]
 pub struct Args {
-    /// The layout manifest; without it, the embedded default layout.
-    #[arg(long, value_name = "FILE")]
-    layout: Option<PathBuf>,
-    /// The node's root (an image, or / on the node): `/var/lib/etcd` is
-    /// DIR/var/lib/etcd, and owner names are looked up in DIR/etc/passwd.
-    #[arg(long, value_name = "DIR", default_value = "/")]
-    root: PathBuf,
+    #[command(flatten)]
+    layout: super::args::LayoutArg,
+    #[command(flatten)]
+    root: super::args::RootArg,
     /// Change nothing; report drift and exit 1 if there is any.
     #[arg(long, conflicts_with = "dry_run")]
     check: bool,
     /// Change nothing; report what would change.
     #[arg(long, short = 'n')]
     dry_run: bool,
-    /// Print the report as JSON on stdout.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    format: super::args::FormatArg,
     /// A layout path (or an ancestor of one) the image holds as a symlink
     /// out of the layout, such as Debian's /var/run → /run: kept and
     /// reported, never followed, not an error. The boot units pass it for
@@ -71,7 +67,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    let parsed = super::load_layout(args.layout.as_deref())?;
+    let parsed = super::load_layout(args.layout.path.as_deref())?;
     let contexts = super::contexts_of(&parsed)?;
     let mode = if args.check {
         ApplyMode::Check
@@ -80,8 +76,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     } else {
         ApplyMode::Write
     };
-    node::unknown_keep(&parsed.layout, &args.keep_symlink).map_err(anyhow::Error::msg)?;
-    let root = Root::open(&args.root)?;
+    node::unknown_keep(&parsed.layout, &args.keep_symlink)?;
+    let root = Root::open(&args.root.dir)?;
     let report = node::apply_keeping(&parsed.layout, &contexts, &root, mode, &args.keep_symlink)?;
     for kept in &report.kept {
         eprintln!(
@@ -95,9 +91,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     for warning in &report.warnings {
         eprintln!("semanifest: warning: {warning}");
     }
-    if args.json {
-        let json = serde_json::to_string_pretty(&report).context("rendering the report")?;
-        super::print_stdout(format!("{json}\n").as_bytes())?;
+    if args.format.is_json() {
+        super::print_json(JSON_VERSION, &report)?;
     } else {
         let mut text = String::new();
         for change in &report.changes {

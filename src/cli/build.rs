@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context as _, Result};
 use clap::{Args as ClapArgs, ValueEnum};
+
+use super::args::Format;
 use layout::diag::Report;
 use policy::build_json::{self, BuildErrorReport};
 use policy::{self, BuildError, BuildOptions};
@@ -45,15 +47,6 @@ Examples:
       --stock-out stock/ --profile refpolicy";
 
 #[derive(Clone, Copy, ValueEnum)]
-pub enum BuildFormat {
-    /// `wrote PATH` lines and errors on standard error.
-    Human,
-    /// The same on standard error, and a report on standard output
-    /// (docs/build-json.md).
-    Json,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
 pub enum BuildTarget {
     /// Base policy + module compiled into a complete policy.33.
     Standalone,
@@ -65,18 +58,24 @@ pub enum BuildTarget {
 #[derive(ClapArgs)]
 #[command(after_help = AFTER_HELP)]
 pub struct Args {
-    /// The layout manifest; without it, the embedded default layout.
-    #[arg(long, value_name = "FILE")]
-    layout: Option<PathBuf>,
+    #[command(flatten)]
+    layout: super::args::LayoutArg,
     /// Directory to write the outputs to (created if missing).
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
     /// What to produce.
-    #[arg(long, value_enum, default_value = "standalone")]
+    #[arg(
+        long,
+        value_enum,
+        default_value = "standalone",
+        requires_if("module", "against")
+    )]
     target: BuildTarget,
-    /// Output format (json: the standalone target only).
+    /// Output format: `wrote PATH` lines and errors go to standard error
+    /// either way; json also prints a report on standard output
+    /// (docs/build-json.md; the standalone target only).
     #[arg(long, value_enum, default_value = "human")]
-    format: BuildFormat,
+    format: Format,
     /// Extra CIL compiled with the policy; held to the layout's neverallows.
     #[arg(long = "include", value_name = "FILE.cil")]
     includes: Vec<PathBuf>,
@@ -107,20 +106,21 @@ pub struct Args {
     /// With --target module: also write the store's own policy.33 and
     /// file_contexts, as predicted without the module, into DIR (the
     /// control for a before/after test).
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", requires = "against")]
     stock_out: Option<PathBuf>,
 }
 
 pub fn run(args: Args) -> Result<u8> {
+    // What clap cannot declare: conflicts with one value of --target.
     if let BuildTarget::Module = args.target {
         if args.install_root.is_some() || args.unsafe_disable_neverallow {
             bail!("--install-root is for the standalone target; install a module with `semodule -X 400 -i`");
         }
-        if let BuildFormat::Json = args.format {
+        if args.format == Format::Json {
             bail!("--format json is for the standalone target; --target module writes OUT/report.json");
         }
         return super::build_module::run(super::build_module::Request {
-            layout: args.layout,
+            layout: args.layout.path,
             out: args.out,
             includes: args.includes,
             secilc: args.secilc,
@@ -128,12 +128,12 @@ pub fn run(args: Args) -> Result<u8> {
             stock_out: args.stock_out,
         });
     }
-    if args.store.against.is_some() || args.stock_out.is_some() {
+    if args.store.against.is_some() {
         bail!("--against and --stock-out need --target module");
     }
     let format = args.format;
     let result = standalone(args);
-    if let BuildFormat::Json = format {
+    if format == Format::Json {
         let (written, errors) = match &result {
             Ok(written) => (written.as_slice(), Vec::new()),
             Err(error) => (&[][..], error_reports(error)),
@@ -156,7 +156,7 @@ fn error_reports(error: &anyhow::Error) -> Vec<BuildErrorReport> {
 
 /// Builds the standalone policy; the paths written.
 fn standalone(args: Args) -> Result<Vec<PathBuf>> {
-    let parsed = super::load_layout(args.layout.as_deref())?;
+    let parsed = super::load_layout(args.layout.path.as_deref())?;
     // The image is read before anything is written into it.
     let units = match &args.install_root {
         Some(root) => Some(super::units::render(

@@ -65,9 +65,8 @@ pub enum CheckFormat {
 #[derive(ClapArgs)]
 #[command(after_help = AFTER_HELP)]
 pub struct Args {
-    /// The layout manifest; without it, the embedded default layout.
-    #[arg(long, value_name = "FILE")]
-    layout: Option<PathBuf>,
+    #[command(flatten)]
+    layout: super::args::LayoutArg,
     /// Extra CIL compiled with the policy (held to the layout's neverallows).
     #[arg(long = "include", value_name = "FILE.cil")]
     includes: Vec<PathBuf>,
@@ -113,14 +112,14 @@ pub fn run(args: Args) -> Result<u8> {
                 .options(args.includes.clone(), args.secilc.clone());
             Some(super::check_store::prepare(
                 store,
-                args.layout.as_deref(),
+                args.layout.path.as_deref(),
                 store_options,
             )?)
         }
     };
     let parsed = match &against {
         Some(prepared) => prepared.parsed.clone(),
-        None => super::parse_layout(args.layout.as_deref(), &policy::base_facts())?,
+        None => super::parse_layout(args.layout.path.as_deref(), &policy::base_facts())?,
     };
     let (findings, input_errors, examined, not_yaml) = match parsed {
         // An invalid layout stops here: nothing downstream can be trusted.
@@ -133,7 +132,7 @@ pub fn run(args: Args) -> Result<u8> {
             (findings, Vec::new(), None, 0)
         }
         Ok(parsed) => {
-            node::unknown_keep(&parsed.layout, &args.keep_symlink).map_err(anyhow::Error::msg)?;
+            node::unknown_keep(&parsed.layout, &args.keep_symlink)?;
             let outcome = match &against {
                 None => check::run(&parsed, &options),
                 Some(prepared) => {

@@ -43,9 +43,8 @@ pub struct Args {
     )]
     file_contexts: Option<PathBuf>,
 
-    /// Layout manifest to compile and look up in.
-    #[arg(long, value_name = "FILE")]
-    layout: Option<PathBuf>,
+    #[command(flatten)]
+    layout: super::args::LayoutArg,
 
     /// File type to look up for; without it, type-specific specs match too
     /// (`selabel_lookup` mode 0).
@@ -104,7 +103,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     {
         return Err(bad_path(path));
     }
-    let contexts = match (&args.file_contexts, &args.layout) {
+    let contexts = match (&args.file_contexts, &args.layout.path) {
         (Some(path), _) => FileContexts::load(path)?,
         (None, Some(layout)) => super::layout_file_contexts(layout)?,
         (None, None) => bail!("one of --file-contexts or --layout is required"),

@@ -6,6 +6,7 @@
 //! run quietly with exit 0, as ripgrep does.
 
 mod apply;
+mod args;
 mod build;
 mod build_module;
 mod check;
@@ -190,6 +191,15 @@ fn init_tracing(verbosity: u8) {
         .try_init();
 }
 
+/// Prints `report` as pretty JSON with its format's `version` first.
+pub fn print_json<T: serde::Serialize>(version: u32, report: &T) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    let json = serde_json::to_string_pretty(&args::Versioned { version, report })
+        .context("rendering the report")?;
+    print_stdout(format!("{json}\n").as_bytes())?;
+    Ok(())
+}
+
 /// Writes `bytes` to standard output. A closed pipe (`| head`) is an
 /// error that [`exit`] turns into a quiet exit 0.
 pub fn print_stdout(bytes: &[u8]) -> std::io::Result<()> {
@@ -201,7 +211,7 @@ pub fn print_stdout(bytes: &[u8]) -> std::io::Result<()> {
 
 /// Writes `bytes` to `path` (mode 0644) through a temporary sibling and a
 /// rename, creating the parent directories: for `--install-root` trees.
-pub fn install_file(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
+pub fn install_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     use anyhow::Context;
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;

@@ -2,15 +2,16 @@
 //! [`node::prune`].
 
 use std::num::NonZeroUsize;
-use std::path::PathBuf;
 
-use anyhow::Context as _;
 use clap::Args as ClapArgs;
 use fsroot::Root;
 use layout::model::Lifecycle;
 use node::{self, PruneOptions, Selection};
 
 use super::{EXIT_FINDINGS, EXIT_OK};
+
+/// The version of the JSON report (docs/prune-json.md).
+const JSON_VERSION: u32 = 1;
 
 const AFTER_HELP: &str = "\
 Lifecycles (the layout's `lifecycle:`): persistent paths are never pruned
@@ -47,7 +48,7 @@ nothing was changed).
 Examples:
   semanifest prune --lifecycle cache           on upgrade: containerd state, overlays
   semanifest prune /var/lib/containerd         a corrupt containerd; etcd untouched
-  semanifest prune --lifecycle ephemeral --root /sysroot --json";
+  semanifest prune --lifecycle ephemeral --root /sysroot --format json";
 
 /// Empty declared directories by lifecycle or by name.
 ///
@@ -63,13 +64,10 @@ Examples:
 #[derive(ClapArgs, Debug)]
 #[command(after_help = AFTER_HELP)]
 pub struct Args {
-    /// The layout manifest; without it, the embedded default layout.
-    #[arg(long, value_name = "FILE")]
-    layout: Option<PathBuf>,
-    /// The node's root (an image, or / on the node): `/var/lib/etcd` is
-    /// DIR/var/lib/etcd.
-    #[arg(long, value_name = "DIR", default_value = "/")]
-    root: PathBuf,
+    #[command(flatten)]
+    layout: super::args::LayoutArg,
+    #[command(flatten)]
+    root: super::args::RootArg,
     /// Empty every declared path with this lifecycle: `ephemeral` or
     /// `cache` (repeatable). Persistent paths are pruned only when named.
     #[arg(
@@ -87,9 +85,8 @@ pub struct Args {
     /// Change nothing; report what would be removed.
     #[arg(long, short = 'n')]
     dry_run: bool,
-    /// Print the report as JSON on stdout.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    format: super::args::FormatArg,
     /// Deletion threads (default: the number of CPUs).
     #[arg(long, short = 'j', value_name = "N")]
     jobs: Option<NonZeroUsize>,
@@ -115,14 +112,14 @@ fn parse_lifecycle(value: &str) -> Result<Lifecycle, String> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    let parsed = super::load_layout(args.layout.as_deref())?;
+    let parsed = super::load_layout(args.layout.path.as_deref())?;
     let selection = if args.paths.is_empty() {
         Selection::Lifecycles(args.lifecycle.clone())
     } else {
         Selection::Paths(args.paths.clone())
     };
-    node::unknown_keep(&parsed.layout, &args.keep_symlink).map_err(anyhow::Error::msg)?;
-    let root = Root::open(&args.root)?;
+    node::unknown_keep(&parsed.layout, &args.keep_symlink)?;
+    let root = Root::open(&args.root.dir)?;
     let options = PruneOptions {
         dry_run: args.dry_run,
         jobs: args.jobs,
@@ -135,9 +132,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     for warning in &report.warnings {
         eprintln!("semanifest: warning: {warning}");
     }
-    if args.json {
-        let json = serde_json::to_string_pretty(&report).context("rendering the report")?;
-        super::print_stdout(format!("{json}\n").as_bytes())?;
+    if args.format.is_json() {
+        super::print_json(JSON_VERSION, &report)?;
     } else {
         super::print_stdout(report.lines().as_bytes())?;
     }

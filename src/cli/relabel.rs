@@ -31,31 +31,30 @@ const MESSAGE_LIMIT: u64 = 100;
 /// differs. Replaces the full context like `setfiles -F` unless --type-only
 /// is given.
 ///
+/// PATHs are paths on this machine, inside the node's root (--root):
+/// with --root /sysroot, /sysroot/var/lib/etcd is labelled as the node
+/// sees it, /var/lib/etcd, as `setfiles -r /sysroot` does. Every PATH
+/// (and --exclude) is resolved from the root without following symlinks:
+/// a PATH through a symlink is an error (exit 2), so nobody who controls a
+/// directory in the image can redirect the labels outside it.
+///
 /// Exit status: 0 all objects labelled; 1 some objects could not be
 /// labelled (each is reported), or --check found drift; 2 usage error or bad
 /// input. A closed standard output (`| head`) does not stop the walk: every
 /// object is still labelled, and the run then exits 0.
 #[derive(ClapArgs, Debug)]
-#[command(group = clap::ArgGroup::new("labels").required(true).multiple(false))]
+#[command(group = clap::ArgGroup::new("labels").args(["file_contexts", "layout"]).required(true))]
 pub struct Args {
     /// A file_contexts file (with its .homedirs, .local, .subs and
     /// .subs_dist siblings, as libselinux loads them).
-    #[arg(long, value_name = "FC", group = "labels")]
+    #[arg(long, value_name = "FC")]
     file_contexts: Option<PathBuf>,
 
-    /// A layout manifest to derive the file contexts from.
-    #[arg(long, value_name = "FILE", group = "labels")]
-    layout: Option<PathBuf>,
+    #[command(flatten)]
+    layout: super::args::LayoutArg,
 
-    /// The tree is an image mounted at DIR: strip DIR from each path before
-    /// the lookup, as `setfiles -r` does. DIR is opened once; every PATH
-    /// (and --exclude) must be inside it and is resolved from it without
-    /// following symlinks: a PATH through a symlink is an error (exit 2),
-    /// so nobody who controls a directory in the image can redirect the
-    /// labels outside it. Without --root, PATHs are resolved from / the
-    /// same way.
-    #[arg(long, value_name = "DIR")]
-    root: Option<PathBuf>,
+    #[command(flatten)]
+    root: super::args::RootArg,
 
     /// Report what would change; write nothing.
     #[arg(long, short = 'n')]
@@ -83,10 +82,11 @@ pub struct Args {
     #[arg(long, short = 'v')]
     verbose: bool,
 
-    /// Print the summary as one line of JSON on stdout (change lines then
-    /// go to stderr); the fields are in docs/relabel-json.md.
-    #[arg(long)]
-    json: bool,
+    /// Output format: json prints the summary as one line of JSON on
+    /// stdout (change lines then go to stderr); its fields are in
+    /// docs/relabel-json.md. `--json` is the same.
+    #[command(flatten)]
+    format: super::args::FormatArg,
 
     /// Descend into other mounts below PATH. By default every mount point
     /// (another filesystem, or a bind mount of the same one, found by its
@@ -198,7 +198,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         } else {
             MountPolicy::SameFilesystem
         },
-        alternate_root: args.root.as_deref().map(absolute).transpose()?,
+        alternate_root: (args.root.dir != Path::new("/"))
+            .then(|| absolute(&args.root.dir))
+            .transpose()?,
         excludes: args
             .exclude
             .iter()
@@ -251,7 +253,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
 }
 
 fn load_contexts(args: &Args) -> anyhow::Result<ParsedContexts> {
-    if let Some(layout) = &args.layout {
+    if let Some(layout) = &args.layout.path {
         return super::layout_parsed_contexts(layout);
     }
     let path = args
@@ -284,12 +286,12 @@ impl Reporter {
     fn new(args: &Args) -> Self {
         let changes: Option<Box<dyn Write + Send>> = if !(args.verbose || args.check) {
             None
-        } else if args.json {
+        } else if args.format.is_json() {
             Some(Box::new(io::stderr()))
         } else {
             Some(Box::new(BufWriter::new(io::stdout())))
         };
-        let changes_to_stdout = !args.json;
+        let changes_to_stdout = !args.format.is_json();
         let bar = io::stderr().is_terminal().then(|| {
             let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
             bar.set_style(
@@ -356,15 +358,19 @@ impl Reporter {
             // The exit path ends the run quietly on a broken pipe.
             return Err(io::Error::from(io::ErrorKind::BrokenPipe).into());
         }
-        if args.json {
+        if args.format.is_json() {
             let mode = if args.check {
-                "check"
+                JsonMode::Check
             } else if args.dry_run {
-                "dry-run"
+                JsonMode::DryRun
             } else {
-                "write"
+                JsonMode::Write
             };
-            let json = serde_json::to_string(&JsonSummary { mode, summary })?;
+            let json = serde_json::to_string(&JsonSummary {
+                version: JSON_VERSION,
+                mode,
+                summary,
+            })?;
             writeln!(io::stdout(), "{json}").context("writing the JSON summary")?;
         }
         Ok(())
@@ -457,9 +463,22 @@ impl Display for HumanSummary<'_> {
     }
 }
 
+/// What the run did with the labels (docs/relabel-json.md).
+#[derive(Clone, Copy, Serialize)]
+#[serde(rename_all = "kebab-case")]
+enum JsonMode {
+    Write,
+    DryRun,
+    Check,
+}
+
+/// The version of the JSON summary (docs/relabel-json.md).
+const JSON_VERSION: u32 = 1;
+
 #[derive(Serialize)]
 struct JsonSummary<'a> {
-    mode: &'a str,
+    version: u32,
+    mode: JsonMode,
     #[serde(flatten)]
     summary: &'a Summary,
 }

@@ -4,12 +4,14 @@
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 
-use anyhow::Context as _;
 use clap::Args as ClapArgs;
 use fsroot::Root;
 use node::{self, RemoveOptions, RemoveReport};
 
 use super::{EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK};
+
+/// The version of the JSON report (docs/rm-json.md).
+const JSON_VERSION: u32 = 1;
 
 const AFTER_HELP: &str = "\
 Exit codes: 0 everything named was removed; 1 some objects could not be
@@ -24,7 +26,7 @@ Examples:
   semanifest rm -r /var/mnt/scratch            on the node, the default layout
   semanifest rm --root /sysroot /var/mnt/x/file
   semanifest rm -r --dry-run --bytes /var/mnt/cache   how much would go
-  semanifest rm -r --dry-run --json /var/mnt/a /var/mnt/b";
+  semanifest rm -r --dry-run --format json /var/mnt/a /var/mnt/b";
 
 /// Remove files and trees strictly below a removable root of the layout.
 ///
@@ -45,22 +47,18 @@ Examples:
 #[derive(ClapArgs, Debug)]
 #[command(after_help = AFTER_HELP)]
 pub struct Args {
-    /// The layout manifest; without it, the embedded default layout.
-    #[arg(long, value_name = "FILE")]
-    layout: Option<PathBuf>,
-    /// The node's root (an image, or / on the node): `/var/mnt/x` is
-    /// DIR/var/mnt/x.
-    #[arg(long, value_name = "DIR", default_value = "/")]
-    root: PathBuf,
+    #[command(flatten)]
+    layout: super::args::LayoutArg,
+    #[command(flatten)]
+    root: super::args::RootArg,
     /// Remove directories and everything below them.
     #[arg(long, short = 'r', visible_short_alias = 'R')]
     recursive: bool,
     /// Check and count everything; remove nothing.
     #[arg(long, short = 'n')]
     dry_run: bool,
-    /// Print the summary as JSON on stdout (fields in docs/rm-json.md).
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    format: super::args::FormatArg,
     /// Also add up the bytes freed. Costs one `statx` per object (about a
     /// tenth more time on a tmpfs), so it is off unless asked for.
     #[arg(long)]
@@ -74,8 +72,8 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    let parsed = super::load_layout(args.layout.as_deref())?;
-    let root = Root::open(&args.root)?;
+    let parsed = super::load_layout(args.layout.path.as_deref())?;
+    let root = Root::open(&args.root.dir)?;
     let operands: Vec<&Path> = args.paths.iter().map(PathBuf::as_path).collect();
     let options = RemoveOptions {
         recursive: args.recursive,
@@ -90,9 +88,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     for error in &report.errors {
         eprintln!("semanifest: error: {error}");
     }
-    if args.json {
-        let json = serde_json::to_string_pretty(&report).context("rendering the report")?;
-        super::print_stdout(format!("{json}\n").as_bytes())?;
+    if args.format.is_json() {
+        super::print_json(JSON_VERSION, &report)?;
     } else {
         let verb = if report.dry_run {
             "would remove"

@@ -27,7 +27,7 @@ included, and enables with the same symlinks.
 
 Examples:
   semanifest units --out units/
-  semanifest units --layout node.yaml --root /sysroot --out units/";
+  semanifest units --layout node.yaml --image /sysroot --out units/";
 
 /// Write the systemd units that boot a layout on a node.
 ///
@@ -40,9 +40,8 @@ Examples:
 #[derive(ClapArgs)]
 #[command(after_help = AFTER_HELP)]
 pub struct Args {
-    /// The layout manifest; without it, the embedded default layout.
-    #[arg(long, value_name = "FILE")]
-    layout: Option<PathBuf>,
+    #[command(flatten)]
+    layout: super::args::LayoutArg,
     /// Directory to write the units into, as a tree of the image root
     /// (created if missing).
     #[arg(long, value_name = "DIR")]
@@ -51,8 +50,10 @@ pub struct Args {
     /// a symlink gets no mount unit, and an equivalence in the policy's
     /// file_contexts.subs_dist instead. Without it, each mount unit skips
     /// itself at boot when its path is a symlink.
-    #[arg(long, value_name = "IMAGE")]
-    root: Option<PathBuf>,
+    // `--root`, its older name, stays a hidden alias: everywhere else
+    // `--root` is the node's root directory, a tree the command changes.
+    #[arg(long, alias = "root", value_name = "IMAGE")]
+    image: Option<PathBuf>,
     /// The policy under /etc/selinux whose file_contexts the relabel unit
     /// reads.
     #[arg(long, value_name = "NAME", default_value = "semanifest")]
@@ -60,8 +61,8 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<u8> {
-    let parsed = super::load_layout(args.layout.as_deref())?;
-    let set = render(&parsed, args.root.as_deref(), &args.policy_name)?;
+    let parsed = super::load_layout(args.layout.path.as_deref())?;
+    let set = render(&parsed, args.image.as_deref(), &args.policy_name)?;
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("{}: cannot create", args.out.display()))?;
     write(&set, &args.out, false)?;
@@ -84,7 +85,7 @@ pub fn render(parsed: &Parsed, image: Option<&Path>, policy_name: &str) -> Resul
 /// Writes `set` beneath `out`, enabled with `enable`; prints what it wrote
 /// and every notice.
 /// Installs the units under `out`; the files and links written.
-pub fn write(set: &UnitSet, out: &Path, enable: bool) -> Result<Vec<std::path::PathBuf>> {
+pub fn write(set: &UnitSet, out: &Path, enable: bool) -> Result<Vec<PathBuf>> {
     let written = units::install(set, out, enable)?;
     let paths: Vec<_> = written.files.into_iter().chain(written.links).collect();
     for path in &paths {

@@ -72,7 +72,7 @@ fn workload_types(layout: &Layout) -> BTreeSet<&str> {
         .collect()
 }
 
-pub fn changes(old: &Layout, new: &Layout) -> Result<Vec<LabelChange>, LoadError> {
+pub(crate) fn changes(old: &Layout, new: &Layout) -> Result<Vec<LabelChange>, LoadError> {
     let (before, after) = (compile(old)?, compile(new)?);
     let mut probes: BTreeSet<String> = BTreeSet::new();
     for rule in old.paths.iter().chain(&new.paths) {

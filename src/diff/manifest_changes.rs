@@ -138,7 +138,7 @@ impl ManifestChange {
 }
 
 /// Every manifest-level change from `old` to `new`.
-pub fn changes(old: &Layout, new: &Layout) -> Vec<ManifestChange> {
+pub(crate) fn changes(old: &Layout, new: &Layout) -> Vec<ManifestChange> {
     let (o, n) = (Side::new(old), Side::new(new));
     let mut out = Vec::new();
     domains(&o, &n, &mut out);

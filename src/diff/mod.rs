@@ -16,7 +16,7 @@
 //! the (domain type, file type) pairs of allow rules it may alter, so the
 //! policy cross-check needs no second opinion.
 
-pub mod label_changes;
+mod label_changes;
 mod manifest_changes;
 pub mod render;
 pub mod sediff;
@@ -28,12 +28,18 @@ use serde::Serialize;
 
 use layout::manifest::Parsed;
 
-pub use label_changes::LabelChange;
-pub use volume_changes::VolumeChange;
+use label_changes::LabelChange;
+use volume_changes::VolumeChange;
+
+/// The version of `diff --format json` (docs/diff-json.md): it changes
+/// when a field is removed or changes meaning.
+pub const JSON_VERSION: u32 = 1;
 
 /// The whole comparison of two layouts.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct LayoutDiff {
+    /// The version of this format: 1.
+    pub version: u32,
     /// The old layout, as named on the command line.
     pub old: String,
     /// The new layout, as named on the command line.
@@ -82,7 +88,7 @@ pub struct ManifestChange {
 }
 
 impl ManifestChange {
-    pub fn is_security_relevant(&self) -> bool {
+    pub(crate) fn is_security_relevant(&self) -> bool {
         self.security.is_some()
     }
 }
@@ -159,6 +165,7 @@ pub fn diff(
         || labels.iter().any(|l| l.security.is_some())
         || workloads.iter().any(|w| w.security.is_some());
     Ok(LayoutDiff {
+        version: JSON_VERSION,
         old: old.source.name.clone(),
         new: new.source.name.clone(),
         changes,

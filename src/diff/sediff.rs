@@ -49,7 +49,7 @@ pub enum CrossCheckError {
 }
 
 /// Finds `sediff` on PATH.
-pub fn sediff() -> Option<PathBuf> {
+pub(crate) fn sediff() -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .map(|dir| dir.join("sediff"))
@@ -74,7 +74,7 @@ fn compile(parsed: &Parsed, dir: &Path) -> Result<PathBuf, CrossCheckError> {
 }
 
 /// Parses `sediff --allow` output into rule changes.
-pub fn parse_sediff(text: &str) -> Vec<RuleChange> {
+pub(crate) fn parse_sediff(text: &str) -> Vec<RuleChange> {
     text.lines()
         .filter_map(|line| {
             let trimmed = line.trim_start();

@@ -53,7 +53,7 @@ fn errors(verdict: &[String]) -> usize {
     verdict.iter().filter(|v| v.starts_with("error ")).count()
 }
 
-pub fn changes(old: &Parsed, new: &Parsed, manifests: &Manifests) -> Vec<VolumeChange> {
+pub(crate) fn changes(old: &Parsed, new: &Parsed, manifests: &Manifests) -> Vec<VolumeChange> {
     let before = verdicts(manifests, &HostPathRules::of(old));
     let after = verdicts(manifests, &HostPathRules::of(new));
     let mut out = Vec::new();

@@ -525,3 +525,23 @@ fn relabel_with_default_layout(root: &Path) {
         .arg(root));
     assert!(output.status.success(), "{}", stderr(&output));
 }
+
+/// A rule id or name names one rule across every producer. Control: the
+/// same list twice is caught.
+#[test]
+fn rule_ids_and_names_are_unique_across_producers() {
+    let all: Vec<&layout::diag::Rule> = semanifest::check::rules::RULES
+        .iter()
+        .chain(layout::manifest::rules::RULES.iter())
+        .chain(k8s::RULES.iter())
+        .copied()
+        .collect();
+    let unique = |rules: &[&layout::diag::Rule]| {
+        let ids: std::collections::BTreeSet<&str> = rules.iter().map(|r| r.id).collect();
+        let names: std::collections::BTreeSet<&str> = rules.iter().map(|r| r.name).collect();
+        ids.len() == rules.len() && names.len() == rules.len()
+    };
+    assert!(unique(&all));
+    let twice: Vec<_> = all.iter().chain(&all).copied().collect();
+    assert!(!unique(&twice));
+}

@@ -9,6 +9,9 @@
 //! process (`sh -c 'ulimit …' semanifest …`, `.env(…)` on a `Command`) or on
 //! the test's own thread (the node tests' private mount namespace).
 
+// Tests report what they compare on the terminal.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 mod base_policy;
 mod build;
 mod check;

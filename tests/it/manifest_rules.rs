@@ -495,10 +495,10 @@ fn codes_belong_to_the_documented_rules() {
             .to_owned()
     };
     let names = |row: &str, code: &str| row.contains(&format!("`{code}`"));
-    for rule in layout::manifest::rules::RULES {
+    for rule in manifest::rules::RULES {
         row(rule.id);
     }
-    for code in layout::manifest::codes::CODES {
+    for code in manifest::codes::CODES {
         let own = row(code.rule.id);
         assert!(
             names(&own, code.id) || code.rule.id == "layout-value",
@@ -506,7 +506,7 @@ fn codes_belong_to_the_documented_rules() {
             code.id,
             code.rule.id
         );
-        for other in layout::manifest::rules::RULES {
+        for other in manifest::rules::RULES {
             if other.id != code.rule.id {
                 assert!(
                     !names(&row(other.id), code.id),

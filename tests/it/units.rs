@@ -638,7 +638,7 @@ fn symlinks_that_cannot_be_an_equivalence_are_errors() {
         let out = tempfile::tempdir().unwrap();
         let output = run(semanifest()
             .arg("units")
-            .arg("--root")
+            .arg("--image")
             .arg(root.path())
             .arg("--out")
             .arg(out.path()));

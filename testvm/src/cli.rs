@@ -41,18 +41,30 @@ pub struct Args {
     /// be stopped early with exit 1 and a boot-1/no-hang FAIL naming it.
     #[arg(long, conflicts_with = "inject_hang")]
     pub watchdog_test: bool,
+    /// Run only the scenarios whose name matches PATTERN, and what they
+    /// need; boot only the boots they run in. A shell pattern (`*` matches
+    /// across `/`, `?` one character) against the whole name, or a leading
+    /// part of it up to a `/`: `--only kubens`, `--only '*/etcd-mount/*'`,
+    /// `--only crun/var-mount/read-etcd-file`. Repeat it to choose more.
+    /// `--list` shows the names.
+    #[arg(long, value_name = "PATTERN", conflicts_with = "watchdog_test")]
+    pub only: Vec<String>,
+    /// List the scenarios (those `--only` chooses) with their boot, and
+    /// the boots, then exit.
+    #[arg(long, conflicts_with_all = ["watchdog_test", "boot_bench"])]
+    pub list: bool,
     /// Only the suite's last stage: boot Debian 12's own systemd as PID 1,
     /// enforcing, from a debootstrapped root with the layout installed by
     /// `semanifest build --install-root`, then again with the layout's
     /// units masked (the control), and report the boot units' and kubens'
-    /// scenarios.
+    /// scenarios. With `--only`, only the chosen among them.
     #[arg(long, conflicts_with_all = ["watchdog_test", "inject_hang"])]
     pub systemd: bool,
     /// Measure the systemd stage's boot time: build its image once, then N
     /// rounds of a cold boot (a fresh copy of the image, the host's page
     /// cache dropped: apply makes the tree, the relabel walks /var) and a
     /// warm one (the same disk again). Prints the seconds to test.target.
-    #[arg(long, value_name = "N", conflicts_with_all = ["watchdog_test", "inject_hang", "systemd"], value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "N", conflicts_with_all = ["watchdog_test", "inject_hang", "systemd", "only"], value_parser = clap::value_parser!(u64).range(1..))]
     pub boot_bench: Option<u64>,
 }
 

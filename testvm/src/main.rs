@@ -1,21 +1,26 @@
-//! The VM suite's host side (`testvm/run`): checks the host commands,
-//! fetches Debian's kernel into a verified cache, builds the project and
-//! its policies, builds an initramfs and an ext4 /var image, boots three
-//! times under a watchdog, then boots Debian's systemd twice (module
-//! systemd), reads the guest's `@@` results from the serial console and
-//! decides every verdict. The guest side is testvm/guest.
+//! The VM suite's host side (`testvm/run`): reads the scenarios
+//! (testvm/scenarios, module scenario) and the boots they run in (module
+//! boots), plans what to boot for those chosen (module plan), checks the
+//! host commands, fetches Debian's kernel into a verified cache, builds the
+//! project and its policies, builds the busybox stage's initramfs and ext4
+//! /var images and boots them under a watchdog, then Debian's systemd
+//! (module systemd), reads the guests' `@@` results from the serial
+//! console and decides every verdict. The guest side is testvm/guest.
 //!
 //! Exit status: 0 only when every scenario passed; 1 when one failed, a
 //! boot hung or never reported, or the harness could not run; 2 on usage
-//! errors or a missing host command.
+//! errors, a scenario file that cannot be read, or a missing host command.
 
 mod assets;
+mod boots;
 mod cli;
 mod host;
+mod plan;
 mod project;
 mod protocol;
 mod qemu;
 mod report;
+mod scenario;
 mod systemd;
 mod watchdog;
 mod watchdog_test;
@@ -28,8 +33,10 @@ use anyhow::{Context as _, Result};
 use clap::Parser as _;
 
 use crate::assets::{disk, initramfs, kernel, refpolicy};
+use crate::boots::Stage;
 use crate::host::say;
-use crate::report::Report;
+use crate::plan::Plan;
+use crate::report::{Report, Row};
 use crate::watchdog::Limits;
 
 /// Where everything lives: the repository, testvm/, its cache and the
@@ -65,6 +72,36 @@ fn main() -> ExitCode {
         }
         return ExitCode::SUCCESS;
     }
+    let paths = Paths::new();
+    if args.watchdog_test {
+        return exit(watchdog_test::run(&paths));
+    }
+    // The scenarios and the plan first: a mistake in a header, or a
+    // pattern that matches nothing, is a usage error that boots nothing.
+    let scenarios = match scenario::discover(&paths.testvm.join("scenarios")) {
+        Ok(scenarios) => scenarios,
+        Err(error) => {
+            eprintln!("testvm/run: {error:#}");
+            return ExitCode::from(2);
+        }
+    };
+    let selection = plan::Selection {
+        patterns: args.only.clone(),
+        stage: (args.systemd || args.boot_bench.is_some()).then_some(boots::Stage::Systemd),
+    };
+    if args.list {
+        print!("{}", plan::list(&scenarios, &selection));
+        println!();
+        print!("{}", plan::list_boots());
+        return ExitCode::SUCCESS;
+    }
+    let plan = match plan::Plan::new(&scenarios, &selection) {
+        Ok(plan) => plan,
+        Err(error) => {
+            eprintln!("testvm/run: {error:#}");
+            return ExitCode::from(2);
+        }
+    };
     let missing = host::missing_commands();
     if !missing.is_empty() {
         for command in missing {
@@ -73,16 +110,13 @@ fn main() -> ExitCode {
         eprintln!("testvm/run: install them with scripts/install-deps (it installs .ci/packages)");
         return ExitCode::from(2);
     }
-    let paths = Paths::new();
-    let result = if args.watchdog_test {
-        watchdog_test::run(&paths)
-    } else if let Some(rounds) = args.boot_bench {
-        systemd::bench(&args, &paths, rounds)
-    } else if args.systemd {
-        systemd::run(&args, &paths)
-    } else {
-        suite(&args, &paths)
-    };
+    exit(match args.boot_bench {
+        Some(rounds) => systemd::bench(&args, &paths, &plan, rounds),
+        None => suite(&args, &paths, &plan),
+    })
+}
+
+fn exit(result: Result<bool>) -> ExitCode {
     match result {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
@@ -101,21 +135,80 @@ pub(crate) fn fresh_dir(work: &Path) -> Result<()> {
     fs::create_dir_all(work).with_context(|| format!("cannot create {}", work.display()))
 }
 
-/// The whole suite; `Ok(true)` when every scenario passed.
-fn suite(args: &cli::Args, paths: &Paths) -> Result<bool> {
+/// The boots the plan needs, the host's scenarios it chose, and the
+/// verdicts; `Ok(true)` when every scenario passed.
+fn suite(args: &cli::Args, paths: &Paths, plan: &Plan<'_>) -> Result<bool> {
+    let Paths { repo, work, .. } = paths;
+    fresh_dir(work)?;
+    say(format!(
+        "{} scenario runs ({} reported), boots {}",
+        plan.instances.len(),
+        plan.instances.iter().filter(|i| i.selected).count(),
+        if plan.boots.is_empty() {
+            "none".to_owned()
+        } else {
+            plan.boots
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(" ")
+        }
+    ));
+    if !plan.boots.is_empty() {
+        kernel::ensure(&paths.cache, args.rebuild)?;
+    }
+    let semanifest = project::build(repo, work)?;
+    let mut host_rows = Vec::new();
+    if plan.host_chosen(boots::LEAKY_CIL_REJECTED) {
+        host_rows.push(project::leaky_rejected(&paths.testvm, work, &semanifest)?);
+    }
+    let mut consoles = Vec::new();
+    let mut accel = None;
+    if plan.runs_stage(Stage::Busybox) {
+        let chosen = busybox_stage(args, paths, plan, &semanifest)?;
+        host_rows.extend(chosen.rows);
+        consoles.extend(chosen.consoles);
+        accel = Some(chosen.accel);
+    }
+    if plan.runs_stage(Stage::Systemd) {
+        let stage = systemd::stage(args, paths, plan, &semanifest, accel)?;
+        host_rows.extend(stage.rows);
+        consoles.extend(stage.consoles);
+    }
+    let report = Report::judge(plan, &host_rows, &consoles);
+    systemd::finish(&report, work)
+}
+
+/// What the boots of a stage leave for the verdicts.
+pub struct Booted {
+    /// The host's rows about the boots themselves (`boot-N/no-hang`, …).
+    pub rows: Vec<Row>,
+    /// `(boot, console)` of every boot, in order.
+    pub consoles: Vec<(u32, String)>,
+    pub accel: &'static str,
+}
+
+/// The busybox stage: the policies, the refpolicy stores (when boot 3
+/// runs), the initramfs with the plan, the disks, and its boots in order
+/// on the same disks.
+fn busybox_stage(
+    args: &cli::Args,
+    paths: &Paths,
+    plan: &Plan<'_>,
+    semanifest: &Path,
+) -> Result<Booted> {
     let Paths {
         repo,
         testvm,
         cache,
         work,
     } = paths;
-    fresh_dir(work)?;
-
-    kernel::ensure(cache, args.rebuild)?;
-    let semanifest = project::build(repo, work)?;
-    let (policy, leaky_row) = project::policies(testvm, work, &semanifest)?;
-    let mut host_rows = vec![leaky_row];
-    let refpolicy = refpolicy::ensure(repo, cache, work, &semanifest)?;
+    let policy = project::policies(testvm, work, semanifest)?;
+    let refpolicy = if plan.runs(3) {
+        Some(refpolicy::ensure(repo, cache, work, semanifest)?)
+    } else {
+        None
+    };
     let (package, modules) = kernel::manifest_package_and_modules(cache)?;
     let image = kernel::image(cache);
     let initramfs = initramfs::build(
@@ -123,10 +216,11 @@ fn suite(args: &cli::Args, paths: &Paths) -> Result<bool> {
         &initramfs::Inputs {
             testvm,
             cache,
-            semanifest: &semanifest,
+            semanifest,
             policy: &policy,
-            refpolicy: &refpolicy,
+            refpolicy: refpolicy.as_deref(),
             modules: &modules,
+            plan: &plan.guest_text(Stage::Busybox),
         },
     )?;
     disk::build(work)?;
@@ -142,7 +236,16 @@ fn suite(args: &cli::Args, paths: &Paths) -> Result<bool> {
         timeout: args.boot_timeout,
     };
     let disks = [work.join("var.img"), work.join("node-var.img")];
-    for number in 1..=3 {
+    let mut booted = Booted {
+        rows: Vec::new(),
+        consoles: Vec::new(),
+        accel,
+    };
+    let first = plan.boots.first().copied();
+    for number in plan.boots.iter().copied() {
+        if boots::boot(number).stage != Stage::Busybox {
+            continue;
+        }
         let boot = qemu::Boot {
             number,
             accel,
@@ -153,17 +256,15 @@ fn suite(args: &cli::Args, paths: &Paths) -> Result<bool> {
             work,
             limits,
             // One boot only, so the others show the run still reports.
-            inject: args.inject_hang.filter(|_| number == 1),
+            inject: args.inject_hang.filter(|_| Some(number) == first),
             enforcing: false,
             cmdline: &[],
             snapshot: false,
         };
-        host_rows.extend(boot.run()?);
+        booted.rows.extend(boot.run()?);
+        let console =
+            fs::read_to_string(work.join(format!("console-{number}.log"))).unwrap_or_default();
+        booted.consoles.push((number, console));
     }
-    let consoles = (1..=3)
-        .map(|n| fs::read_to_string(work.join(format!("console-{n}.log"))).unwrap_or_default())
-        .collect::<Vec<_>>();
-    let mut report = Report::judge(&host_rows, &consoles);
-    report.extend(systemd::stage(args, paths, &semanifest, Some(accel))?);
-    systemd::finish(&report, work)
+    Ok(booted)
 }

@@ -11,6 +11,7 @@ use std::process::{Command, Stdio};
 use anyhow::{ensure, Context as _, Result};
 use serde::Deserialize;
 
+use crate::boots;
 use crate::host::{self, say};
 use crate::report::Row;
 
@@ -27,13 +28,11 @@ pub fn build(repo: &Path, work: &Path) -> Result<PathBuf> {
     Ok(repo.join("target/release/semanifest"))
 }
 
-/// The policies the guest loads, in `work/policy`: policy.33 and
+/// The policies the busybox guest loads, in `work/policy`: policy.33 and
 /// file_contexts from the embedded default layout, and policy-leaky.33,
 /// the same with `leaky.cil` compiled in with neverallow checking off (the
-/// control the denial scenarios must fail under). Returns the directory
-/// and the row of the host-side control: `leaky.cil` must be refused by a
-/// checked build, for a broken neverallow.
-pub fn policies(testvm: &Path, work: &Path, semanifest: &Path) -> Result<(PathBuf, Row)> {
+/// control the denial scenarios must fail under).
+pub fn policies(testvm: &Path, work: &Path, semanifest: &Path) -> Result<PathBuf> {
     let out = work.join("policy");
     say(format!(
         "semanifest build --out {} (embedded default layout)",
@@ -53,8 +52,6 @@ pub fn policies(testvm: &Path, work: &Path, semanifest: &Path) -> Result<(PathBu
     }
 
     let leaky = testvm.join("leaky.cil");
-    let row = leaky_rejected(semanifest, &leaky, work)?;
-
     // The control policy: the same build with neverallow checking off.
     host::run_logged(
         Command::new(semanifest)
@@ -71,7 +68,7 @@ pub fn policies(testvm: &Path, work: &Path, semanifest: &Path) -> Result<(PathBu
         work.join("policy-leaky/policy.33"),
         out.join("policy-leaky.33"),
     )?;
-    Ok((out, row))
+    Ok(out)
 }
 
 /// The parts of `build --format json` (docs/build-json.md) the control
@@ -90,17 +87,19 @@ struct BuildReportError {
     type_name: Option<String>,
 }
 
-const LEAKY_NAME: &str = "control/leaky-cil-rejected-by-build";
 const LEAKY_EXPECTED: &str = "build fails (neverallow)";
 
-/// `build --include leaky.cil --format json`: the report on standard
-/// output, the human errors in `leaky-build.log`.
-fn leaky_rejected(semanifest: &Path, leaky: &Path, work: &Path) -> Result<Row> {
+/// The host-side control `control/leaky-cil-rejected-by-build`: `build
+/// --include leaky.cil --format json` must be refused, for a broken
+/// neverallow. The report on standard output, the human errors in
+/// `leaky-build.log`.
+pub fn leaky_rejected(testvm: &Path, work: &Path, semanifest: &Path) -> Result<Row> {
+    let leaky = testvm.join("leaky.cil");
     let log = work.join("leaky-build.log");
     let output = Command::new(semanifest)
         .arg("build")
         .arg("--include")
-        .arg(leaky)
+        .arg(&leaky)
         .arg("--out")
         .arg(work.join("policy-leaky-build"))
         .args(["--format", "json"])
@@ -119,7 +118,9 @@ fn leaky_rejected(semanifest: &Path, leaky: &Path, work: &Path) -> Result<Row> {
 /// The verdict: the build must fail, and every error must be a broken
 /// neverallow.
 fn judge_leaky(succeeded: bool, report: Result<&BuildReport, String>) -> Row {
-    let row = |observed: String, passed| Row::new(LEAKY_NAME, LEAKY_EXPECTED, observed, passed);
+    let row = |observed: String, passed| {
+        Row::new(boots::LEAKY_CIL_REJECTED, LEAKY_EXPECTED, observed, passed)
+    };
     if succeeded {
         return row("build succeeded".into(), false);
     }

@@ -3,13 +3,20 @@
 //!
 //! Rows come from the host's own scenarios and from each console's `@@R`
 //! lines, in that order, with each `@@AVC` line under the scenario it
-//! explains. Three rows are decided here from the whole run: boot 1's
-//! relabel must change labels, boot 2's must change none, and under the
-//! leaky control policy every denial check must fail because the pod got
-//! through.
+//! explains. The plan says what each reported name is: a scenario as it
+//! reported itself, or a control's run of one, which must fail (the leaky
+//! policy's must fail because the pod got through). A chosen scenario that
+//! never reported fails as "not reported"; one that ran only because
+//! another needs it is not shown. The host's whole-run scenarios are
+//! decided here too: boot 1's relabel must change labels, boot 2's must
+//! change none, and every denial under the leaky control must get through.
+
+use std::collections::{BTreeMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
+use crate::boots::{self, Judged};
+use crate::plan::Plan;
 use crate::protocol::{self, Kind, Message};
 
 /// One scenario's verdict.
@@ -63,10 +70,6 @@ pub struct Report {
     pub lines: Vec<Line>,
 }
 
-/// Where the leaky control's scenarios are named, and what they expect
-/// under the sound policy.
-const LEAKY_PREFIX: &str = "leaky-control/";
-
 #[derive(Default)]
 struct RelabelRun {
     relabelled: String,
@@ -99,114 +102,138 @@ fn reported(message: Message<'_>) -> Option<Line> {
 }
 
 impl Report {
-    /// Judges the host's rows and the consoles' lines (boot 1 first).
-    pub fn judge(host: &[Row], consoles: &[String]) -> Report {
+    /// Judges the host's rows and the consoles (`(boot, text)`, in boot
+    /// order) against the plan. Only the boots given are judged.
+    pub fn judge(plan: &Plan<'_>, host: &[Row], consoles: &[(u32, String)]) -> Report {
         let mut lines: Vec<Line> = host.iter().cloned().map(Line::Row).collect();
-        let mut relabels: [Option<RelabelRun>; 2] = [None, None];
-        let (mut leak_total, mut leak_failed) = (0u32, 0u32);
-        for line in consoles.iter().flat_map(|console| console.lines()) {
-            match protocol::parse(line) {
-                Message::Relabel(relabel) => {
-                    let run = RelabelRun {
-                        relabelled: relabel.relabelled.to_owned(),
-                        described: format!(
-                            "{} of {} objects relabelled in {} s",
-                            relabel.relabelled, relabel.examined, relabel.seconds
-                        ),
-                    };
-                    match relabel.boot {
-                        "1" => relabels[0] = Some(run),
-                        "2" => relabels[1] = Some(run),
-                        _ => {}
+        let mut relabels: BTreeMap<String, RelabelRun> = BTreeMap::new();
+        let mut leaked = 0usize;
+        let mut seen: HashSet<(u32, String)> = HashSet::new();
+        for (boot, console) in consoles {
+            let boot = *boot;
+            let mut hidden: HashSet<&str> = HashSet::new();
+            for line in console.lines() {
+                let message = protocol::parse(line);
+                match message {
+                    Message::Relabel(relabel) => {
+                        relabels.insert(
+                            relabel.boot.to_owned(),
+                            RelabelRun {
+                                relabelled: relabel.relabelled.to_owned(),
+                                described: format!(
+                                    "{} of {} objects relabelled in {} s",
+                                    relabel.relabelled, relabel.examined, relabel.seconds
+                                ),
+                            },
+                        );
                     }
+                    Message::Result(ref result) => {
+                        seen.insert((boot, result.name.to_owned()));
+                        let Some(instance) = plan.instance(boot, result.name) else {
+                            // Not planned: shown as reported, never dropped.
+                            lines.extend(reported(message));
+                            continue;
+                        };
+                        let row = match instance.control.map(|c| c.judged) {
+                            // The denial must have failed because the pod
+                            // got through, not because something broke.
+                            Some(Judged::Leaks) => {
+                                let leak = !result.passed && result.observed.starts_with("ALLOWED");
+                                leaked += usize::from(leak);
+                                Row::new(&instance.row, "ALLOWED (leak)", result.observed, leak)
+                            }
+                            Some(Judged::Fails) => Row::new(
+                                &instance.row,
+                                "FAIL",
+                                format!(
+                                    "{}: {}",
+                                    if result.passed { "PASS" } else { "FAIL" },
+                                    result.observed
+                                ),
+                                !result.passed,
+                            ),
+                            None => Row::new(
+                                &instance.row,
+                                result.expected,
+                                result.observed,
+                                result.passed,
+                            ),
+                        };
+                        if instance.selected {
+                            lines.push(Line::Row(row));
+                        } else {
+                            hidden.insert(result.name);
+                        }
+                    }
+                    Message::Avc { name, .. } if hidden.contains(name) => {}
+                    Message::Malformed {
+                        kind: Kind::Result,
+                        line,
+                    } => {
+                        if let Some(name) = protocol::malformed_name(line) {
+                            seen.insert((boot, name.to_owned()));
+                        }
+                        lines.extend(reported(message));
+                    }
+                    message => lines.extend(reported(message)),
                 }
-                Message::Result(result)
-                    if result.name.starts_with(LEAKY_PREFIX) && result.expected == "denied" =>
-                {
-                    // Under the leaky policy every denial check must fail,
-                    // and fail because the pod got through, not because
-                    // something broke.
-                    leak_total += 1;
-                    let leaked = !result.passed && result.observed.starts_with("ALLOWED");
-                    leak_failed += u32::from(leaked);
-                    lines.push(Line::Row(Row::new(
-                        result.name,
-                        "ALLOWED (leak)",
-                        result.observed,
-                        leaked,
-                    )));
-                }
-                message => lines.extend(reported(message)),
             }
         }
-        let [boot1, boot2] = relabels;
-        lines.push(Line::Row(relabel_row(
-            "relabel/boot-1-labels-the-disk",
-            "relabelled > 0",
-            boot1,
-            |relabelled| relabelled.parse::<f64>().is_ok_and(|n| n > 0.0),
-        )));
-        lines.push(Line::Row(relabel_row(
-            "relabel/boot-2-nothing-to-change",
-            "relabelled = 0",
-            boot2,
-            |relabelled| relabelled == "0",
-        )));
-        lines.push(Line::Row(Row::new(
-            "control/leaky-policy-breaks-denials",
-            "every denial fails",
-            format!("{leak_failed} of {leak_total} denial checks failed"),
-            leak_total > 0 && leak_failed == leak_total,
-        )));
-        Report { lines }
-    }
-
-    /// The `--systemd` stage's table: the host's rows, then each console's
-    /// `@@R` lines as reported (a broken one fails under its name), with
-    /// their `@@AVC` lines; none of the suite's whole-run rows.
-    pub fn scenarios(host: &[Row], consoles: &[String]) -> Report {
-        let mut lines: Vec<Line> = host.iter().cloned().map(Line::Row).collect();
-        let reported_lines = consoles
-            .iter()
-            .flat_map(|console| console.lines())
-            .filter_map(|line| reported(protocol::parse(line)));
-        lines.extend(reported_lines);
-        Report { lines }
-    }
-
-    /// A control boot's table: for each scenario in `must_fail`, a row
-    /// `PREFIX/NAME` that passes only when the guest reported the scenario
-    /// and it failed. The boot's other results are not judged.
-    pub fn control(host: &[Row], console: &str, prefix: &str, must_fail: &[&str]) -> Report {
-        let mut lines: Vec<Line> = host.iter().cloned().map(Line::Row).collect();
-        for name in must_fail {
-            let reported = console
-                .lines()
-                .find_map(|line| match protocol::parse(line) {
-                    Message::Result(result) if result.name == *name => Some(result),
-                    _ => None,
-                });
-            let row_name = format!("{prefix}/{name}");
-            lines.push(Line::Row(match reported {
-                Some(result) => Row::new(
-                    &row_name,
-                    "FAIL",
-                    format!(
-                        "{}: {}",
-                        if result.passed { "PASS" } else { "FAIL" },
-                        result.observed
-                    ),
-                    !result.passed,
-                ),
-                None => Row::new(&row_name, "FAIL", "not reported", false),
-            }));
+        let judged: HashSet<u32> = consoles.iter().map(|(boot, _)| *boot).collect();
+        for instance in &plan.instances {
+            if instance.selected
+                && judged.contains(&instance.boot)
+                && !seen.contains(&(instance.boot, instance.reported.clone()))
+            {
+                let expected = match instance.control.map(|c| c.judged) {
+                    Some(Judged::Leaks) => "ALLOWED (leak)",
+                    Some(Judged::Fails) => "FAIL",
+                    None => plan.scenarios[instance.scenario].expect.as_str(),
+                };
+                lines.push(Line::Row(Row::new(
+                    &instance.row,
+                    expected,
+                    "not reported",
+                    false,
+                )));
+            }
+        }
+        // The relabel rows, each from the boot the table gives it.
+        for (name, expected, good) in [
+            (
+                boots::BOOT_1_LABELS,
+                "relabelled > 0",
+                labels_something as fn(&str) -> bool,
+            ),
+            (
+                boots::BOOT_2_CHANGES_NOTHING,
+                "relabelled = 0",
+                |n: &str| n == "0",
+            ),
+        ] {
+            let boot = boots::HOST_SCENARIOS.iter().find_map(|h| match h.needs {
+                boots::HostNeeds::Boot(n) if h.name == name => Some(n.to_string()),
+                _ => None,
+            });
+            if plan.host_chosen(name) {
+                let run = boot.and_then(|b| relabels.remove(&b));
+                lines.push(Line::Row(relabel_row(name, expected, run, good)));
+            }
+        }
+        if plan.host_chosen(boots::LEAKY_BREAKS_DENIALS) {
+            let planned = plan
+                .instances
+                .iter()
+                .filter(|i| i.control.is_some_and(|c| c.judged == Judged::Leaks))
+                .count();
+            lines.push(Line::Row(Row::new(
+                boots::LEAKY_BREAKS_DENIALS,
+                "every denial fails",
+                format!("{leaked} of {planned} denial checks failed"),
+                planned > 0 && leaked == planned,
+            )));
         }
         Report { lines }
-    }
-
-    /// Appends `other`'s lines.
-    pub fn extend(&mut self, other: Report) {
-        self.lines.extend(other.lines);
     }
 
     pub fn rows(&self) -> impl Iterator<Item = &Row> {
@@ -249,6 +276,10 @@ impl Report {
     }
 }
 
+fn labels_something(relabelled: &str) -> bool {
+    relabelled.parse::<f64>().is_ok_and(|n| n > 0.0)
+}
+
 fn relabel_row(
     name: &str,
     expected: &str,
@@ -267,29 +298,67 @@ fn relabel_row(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::Selection;
+    use crate::scenario::{parse, Scenario};
 
     fn console(lines: &[&str]) -> String {
         lines.iter().map(|l| format!("{l}\n")).collect()
     }
 
-    fn healthy() -> Vec<String> {
+    fn scenarios() -> Vec<Scenario> {
+        [
+            ("relabel/boot-1/etcd-data-label", "# boot: enforcing\n# expect: etcd_var_t\ntrue\n"),
+            (
+                "{runtime}/etcd-read",
+                "# boot: enforcing\n# pod: s0:c1,c2 /var:/host/var:rw\n# expect: deny:etcd_var_t\n# control: leaky\ncat /host/var/lib/etcd/db\n",
+            ),
+            (
+                "{runtime}/pods-write",
+                "# boot: enforcing\n# pod: s0:c1,c2 /var:/host/var:rw\n# expect: allow:ok\nsh -c \"echo ok\"\n",
+            ),
+            ("units/a", "# boot: systemd\n# expect: x\n# control: layout-units-off\ntrue\n"),
+            ("units/b", "# boot: systemd\n# expect: x\n# control: layout-units-off\ntrue\n"),
+            ("units/c", "# boot: systemd\n# expect: x\ntrue\n"),
+        ]
+        .iter()
+        .map(|(name, text)| parse(name, text).unwrap())
+        .collect()
+    }
+
+    fn only(patterns: &[&str]) -> Selection {
+        Selection {
+            patterns: patterns.iter().map(|p| p.to_string()).collect(),
+            stage: None,
+        }
+    }
+
+    fn healthy() -> Vec<(u32, String)> {
         vec![
-            console(&[
-                "[    0.5] Linux version 6.1.0",
-                "@@STAGE|1.0 s: initramfs",
-                "@@RELABEL|1|512|530|0.08|410",
-                "@@R|relabel/boot-1/etcd-data-label|system_u:object_r:etcd_var_t:s0|a -> b|PASS",
-                "@@R|pod/crun/etcd-read|denied|EACCES + AVC|PASS",
-                "@@AVC|pod/crun/etcd-read|avc:  denied { read } for comm=\"cat\"",
-                "@@HB|12.0",
-                "@@END|1|2",
-            ]),
-            console(&[
-                "@@RELABEL|2|0|530|0.05|300",
-                "@@R|leaky-control/crun/etcd-read|denied|ALLOWED: etcd-db-v1|FAIL",
-                "@@R|leaky-control/crun/etcd-list|denied|ALLOWED: member|FAIL",
-                "@@END|2|2",
-            ]),
+            (
+                1,
+                console(&[
+                    "[    0.5] Linux version 6.1.0",
+                    "@@STAGE|1.0 s: initramfs",
+                    "@@RELABEL|1|512|530|0.08|410",
+                    "@@R|crun/etcd-read|denied|EACCES + AVC|PASS",
+                    "@@AVC|crun/etcd-read|avc:  denied { read } for comm=\"cat\"",
+                    "@@R|crun/pods-write|allowed|allowed: ok|PASS",
+                    "@@R|runc/etcd-read|denied|EACCES + AVC|PASS",
+                    "@@R|runc/pods-write|allowed|allowed: ok|PASS",
+                    "@@HB|12.0",
+                    "@@R|relabel/boot-1/etcd-data-label|system_u:object_r:etcd_var_t:s0|a -> b|PASS",
+                    "@@END|1|5",
+                ]),
+            ),
+            (
+                2,
+                console(&[
+                    "@@RELABEL|2|0|530|0.05|300",
+                    "@@R|leaky-control/crun/etcd-read|denied|ALLOWED: etcd-db-v1|FAIL",
+                    "@@R|leaky-control/runc/etcd-read|denied|ALLOWED: etcd-db-v1|FAIL",
+                    "@@END|2|2",
+                ]),
+            ),
         ]
     }
 
@@ -302,16 +371,19 @@ mod tests {
 
     #[test]
     fn a_healthy_run_passes_with_the_table_as_before() {
+        let scenarios = scenarios();
+        let plan = Plan::new(&scenarios, &Selection::default()).unwrap();
         let host = [Row::new(
             "control/leaky-cil-rejected-by-build",
             "build fails (neverallow)",
             "rejected, neverallow on: etcd_var_t",
             true,
         )];
-        let report = Report::judge(&host, &healthy());
+        // The systemd boots are not judged: no console of theirs given.
+        let report = Report::judge(&plan, &host, &healthy());
         assert_eq!(
             (report.passed(), report.failed()),
-            (8, 0),
+            (11, 0),
             "{}",
             report.render()
         );
@@ -322,54 +394,70 @@ mod tests {
              PASS    control/leaky-cil-rejected-by-build             build fails (neverallow)  rejected, neverallow on: etcd_var_t\n"
         ), "{text}");
         assert!(text.contains(
-            "PASS    pod/crun/etcd-read                              denied                    EACCES + AVC\n        avc: avc:  denied { read } for comm=\"cat\"\n"
+            "PASS    crun/etcd-read                                  denied                    EACCES + AVC\n        avc: avc:  denied { read } for comm=\"cat\"\n"
         ), "{text}");
         assert!(text.contains("PASS    leaky-control/crun/etcd-read                    ALLOWED (leak)            ALLOWED: etcd-db-v1\n"), "{text}");
         assert!(text.contains("PASS    relabel/boot-1-labels-the-disk                  relabelled > 0            512 of 530 objects relabelled in 0.08 s\n"), "{text}");
         assert!(text.contains("PASS    relabel/boot-2-nothing-to-change                relabelled = 0            0 of 530 objects relabelled in 0.05 s\n"), "{text}");
         assert!(text.contains("PASS    control/leaky-policy-breaks-denials             every denial fails        2 of 2 denial checks failed\n"), "{text}");
-        assert!(text.ends_with("\n8 passed, 0 failed\n"), "{text}");
+        assert!(text.ends_with("\n11 passed, 0 failed\n"), "{text}");
     }
 
     #[test]
     fn a_leak_must_be_an_allowed_failure() {
+        let scenarios = scenarios();
+        let plan = Plan::new(&scenarios, &Selection::default()).unwrap();
         let mut consoles = healthy();
         // The denial held under the leaky policy (PASS), and one failed
         // for another reason than ALLOWED: neither proves the control.
-        consoles[1] = console(&[
+        consoles[1].1 = console(&[
             "@@RELABEL|2|0|530|0.05|300",
             "@@R|leaky-control/crun/etcd-read|denied|EACCES + AVC|PASS",
-            "@@R|leaky-control/crun/etcd-list|denied|ls: error|FAIL",
-            "@@R|leaky-control/crun/pods-write|allowed|ok|PASS",
+            "@@R|leaky-control/runc/etcd-read|denied|ls: error|FAIL",
         ]);
-        let report = Report::judge(&[], &consoles);
+        let report = Report::judge(&plan, &[], &consoles);
         assert!(!row(&report, "leaky-control/crun/etcd-read").passed);
-        assert!(!row(&report, "leaky-control/crun/etcd-list").passed);
-        assert!(
-            row(&report, "leaky-control/crun/pods-write").passed,
-            "not a denial: as reported"
-        );
+        assert!(!row(&report, "leaky-control/runc/etcd-read").passed);
         let control = row(&report, "control/leaky-policy-breaks-denials");
         assert_eq!(control.observed, "0 of 2 denial checks failed");
         assert!(!control.passed);
-        // No denial checks at all proves nothing either.
-        let report = Report::judge(&[], &[]);
+        // One that never reported counts against it too, as not reported.
+        consoles[1].1 = console(&["@@R|leaky-control/crun/etcd-read|denied|ALLOWED: x|FAIL"]);
+        let report = Report::judge(&plan, &[], &consoles);
+        let missing = row(&report, "leaky-control/runc/etcd-read");
+        assert_eq!(
+            (
+                missing.expected.as_str(),
+                missing.observed.as_str(),
+                missing.passed
+            ),
+            ("ALLOWED (leak)", "not reported", false)
+        );
+        assert_eq!(
+            row(&report, "control/leaky-policy-breaks-denials").observed,
+            "1 of 2 denial checks failed"
+        );
+        // No boot at all proves nothing either.
+        let report = Report::judge(&plan, &[], &[]);
         assert!(!row(&report, "control/leaky-policy-breaks-denials").passed);
         assert_eq!(report.failed(), 3);
     }
 
     #[test]
     fn relabel_verdicts() {
+        let scenarios = scenarios();
+        let plan = Plan::new(&scenarios, &only(&["relabel/boot-*-*"])).unwrap();
         let report = Report::judge(
+            &plan,
             &[],
-            &[console(&[
-                "@@RELABEL|1|0|530|0.08|410",
-                "@@RELABEL|2|3|530|0.05|300",
-            ])],
+            &[(
+                1,
+                console(&["@@RELABEL|1|0|530|0.08|410", "@@RELABEL|2|3|530|0.05|300"]),
+            )],
         );
         assert!(!row(&report, "relabel/boot-1-labels-the-disk").passed);
         assert!(!row(&report, "relabel/boot-2-nothing-to-change").passed);
-        let report = Report::judge(&[], &[console(&["@@RELABEL|1|12"])]);
+        let report = Report::judge(&plan, &[], &[(1, console(&["@@RELABEL|1|12"]))]);
         assert_eq!(
             row(&report, "relabel/boot-1-labels-the-disk").observed,
             "no report"
@@ -378,72 +466,44 @@ mod tests {
 
     #[test]
     fn broken_lines_fail_by_name_and_a_dead_guest_leaves_a_partial_one() {
+        let scenarios = scenarios();
+        let plan = Plan::new(&scenarios, &only(&["*/etcd-read"])).unwrap();
         // A kernel message broke one line; the guest then died mid-line
         // (no line break at the end of the console).
-        let consoles = vec![
-            "@@R|pod/runc/etcd-read|denied|EACC[   12.3] audit: type=1400\n@@R|pod/runc/etcd-list|den".to_owned(),
-        ];
-        let report = Report::judge(&[], &consoles);
-        let broken = row(&report, "pod/runc/etcd-read");
+        let consoles = vec![(
+            1,
+            "@@R|crun/etcd-read|denied|EACC[   12.3] audit: type=1400\n@@R|runc/etcd-read|den"
+                .to_owned(),
+        )];
+        let report = Report::judge(&plan, &[], &consoles);
+        let broken = row(&report, "crun/etcd-read");
         assert!(!broken.passed);
         assert!(broken.observed.contains("audit: type=1400"), "{broken:?}");
-        let partial = row(&report, "pod/runc/etcd-list");
+        let partial = row(&report, "runc/etcd-read");
         assert!(!partial.passed);
         assert_eq!(
             partial.observed,
-            "broken on the console: @@R|pod/runc/etcd-list|den"
+            "broken on the console: @@R|runc/etcd-read|den"
         );
-        assert!(report.render().ends_with("\n0 passed, 5 failed\n"));
-    }
-
-    #[test]
-    fn the_systemd_table_is_the_reported_rows_only() {
-        let host = [Row::new(
-            "boot-1/no-hang",
-            "no hang",
-            "finished in 9 s",
-            true,
-        )];
-        let boot = console(&[
-            "[    1.0] systemd[1]: Successfully loaded SELinux policy",
-            "@@R|units/apply-made-the-tree|26 dirs labelled|26 of 26 as declared|PASS",
-            "@@R|units/var-run-tmpfs-labelled|tmpfs x|/var/run -> /run, ext2/ext3, y|FAIL",
-            "@@AVC|units/var-run-tmpfs-labelled|denied { read }",
-            "@@R|units/relabel-before-runt",
-            "@@END|1|3",
-        ]);
-        let report = Report::scenarios(&host, &[boot]);
-        let names: Vec<&str> = report.rows().map(|r| r.name.as_str()).collect();
-        assert_eq!(
-            names,
-            [
-                "boot-1/no-hang",
-                "units/apply-made-the-tree",
-                "units/var-run-tmpfs-labelled",
-                "units/relabel-before-runt",
-            ]
+        // Each once: a broken line is not also "not reported".
+        assert!(
+            report.render().ends_with("\n0 passed, 2 failed\n"),
+            "{}",
+            report.render()
         );
-        assert_eq!((report.passed(), report.failed()), (2, 2));
-        let text = report.render();
-        assert!(text.contains("avc: denied { read }"), "{text}");
-        assert!(!text.contains("relabel/boot-1"), "{text}");
-        assert!(text.ends_with("\n2 passed, 2 failed\n"), "{text}");
     }
 
     #[test]
     fn a_control_row_passes_only_on_a_reported_failure() {
-        let boot = console(&[
+        let scenarios = scenarios();
+        let plan = Plan::new(&scenarios, &only(&["units"])).unwrap();
+        let boot5 = console(&[
             "@@R|units/a|x|missing: /var/lib/etcd|FAIL",
             "@@R|units/b|x|all there|PASS",
-            "@@R|units/c|x|not judged|FAIL",
-            "@@END|5|3",
+            "@@END|5|2",
         ]);
-        let report = Report::control(
-            &[],
-            &boot,
-            "control/masked",
-            &["units/a", "units/b", "units/d"],
-        );
+        let boot4 = console(&["@@R|units/a|x|ok|PASS", "@@R|units/c|x|ok|PASS"]);
+        let report = Report::judge(&plan, &[], &[(4, boot4), (5, boot5)]);
         let verdicts: Vec<(&str, bool, &str)> = report
             .rows()
             .map(|r| (r.name.as_str(), r.passed, r.observed.as_str()))
@@ -451,15 +511,44 @@ mod tests {
         assert_eq!(
             verdicts,
             [
+                ("units/a", true, "ok"),
+                ("units/c", true, "ok"),
                 (
-                    "control/masked/units/a",
+                    "control/layout-units-off/units/a",
                     true,
                     "FAIL: missing: /var/lib/etcd"
                 ),
-                ("control/masked/units/b", false, "PASS: all there"),
-                ("control/masked/units/d", false, "not reported"),
+                ("control/layout-units-off/units/b", false, "PASS: all there"),
+                // Chosen, in a judged boot, never reported.
+                ("units/b", false, "not reported"),
             ]
         );
+    }
+
+    #[test]
+    fn what_runs_only_because_it_is_needed_is_not_shown() {
+        let scenarios: Vec<Scenario> = [
+            ("a", "# boot: enforcing\n# expect: e\ntrue\n"),
+            ("b", "# boot: enforcing\n# expect: e\n# needs: a\ntrue\n"),
+        ]
+        .iter()
+        .map(|(name, text)| parse(name, text).unwrap())
+        .collect();
+        let plan = Plan::new(&scenarios, &only(&["b"])).unwrap();
+        let boot = console(&[
+            "@@R|a|e|broken|FAIL",
+            "@@AVC|a|denied { read }",
+            "@@R|b|e|fine|PASS",
+            "@@R|unplanned|e|shown as reported|PASS",
+        ]);
+        let report = Report::judge(&plan, &[], &[(1, boot)]);
+        let text = report.render();
+        assert!(
+            !text.contains("broken") && !text.contains("denied"),
+            "{text}"
+        );
+        let names: Vec<&str> = report.rows().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["b", "unplanned"]);
     }
 
     #[test]

@@ -1,59 +1,35 @@
 //! The systemd stage: Debian 12's own systemd as PID 1, enforcing, from a
-//! root built the golden-image way (assets::systemd_image). Two boots of
-//! the same image, each on a throwaway overlay: as built, where every
-//! scenario must pass, and a control where the layout's units do not do
-//! their work (apply and the mount units masked on the kernel command
-//! line, the relabel failing through a drop-in), where the scenarios that
-//! claim that work must fail. The suite runs the stage after its own
-//! boots; `testvm/run --systemd` runs it alone.
+//! root built the golden-image way (assets::systemd_image). Its boots
+//! (boots::BOOTS) boot the same image, each on a throwaway overlay: as
+//! built, and for the control `layout-units-off` an image where the
+//! layout's units do not do their work (apply and the mount units masked
+//! on the kernel command line, the relabel failing through a drop-in),
+//! where the scenarios that take part in it must fail. The suite runs the
+//! stage after the busybox one; `testvm/run --systemd` runs it alone.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 
 use crate::assets::{kernel, systemd_image};
+use crate::boots::{self, Stage};
 use crate::cli::Args;
 use crate::host::{self, say};
+use crate::plan::Plan;
 use crate::report::{Report, Row};
 use crate::watchdog::Limits;
-use crate::{project, qemu, Paths};
+use crate::{qemu, Booted, Paths};
 
-/// The stage's boots are numbered after the suite's three.
-const BOOT: u32 = 4;
-const CONTROL_BOOT: u32 = 5;
-
-/// What the control boot must fail: each is something only the layout's
-/// units do.
-const CONTROL_MUST_FAIL: [&str; 4] = [
-    "units/apply-made-the-tree",
-    "units/tmpfs-mount-labelled",
-    "units/relabel-before-runtime",
-    // The runtime units require the relabel, which fails there. (A masked
-    // requirement would not do: systemd's boot transaction starts them
-    // anyway, though a later manual restart is refused.)
-    "units/runtime-waits-for-the-layout",
-];
-const CONTROL_PREFIX: &str = "control/layout-units-off";
+/// The control whose boot gets the control image and the masks.
+const LAYOUT_UNITS_OFF: &str = "layout-units-off";
 /// Failing, not masked, in the control.
 const RELABEL_UNIT: &str = "semanifest-relabel.service";
 
-/// `testvm/run --systemd`: the stage alone; `Ok(true)` when every
-/// scenario passed.
-pub fn run(args: &Args, paths: &Paths) -> Result<bool> {
-    let semanifest = alone(args, paths)?;
-    let report = stage(args, paths, &semanifest, None)?;
-    finish(&report, &paths.work)
-}
-
-/// What the suite did before the stage, when it runs alone: an empty
-/// scratch directory, the kernel cache, the binary.
-fn alone(args: &Args, paths: &Paths) -> Result<PathBuf> {
-    crate::fresh_dir(&paths.work)?;
-    kernel::ensure(&paths.cache, args.rebuild)?;
-    project::build(&paths.repo, &paths.work)
+fn control_boot() -> u32 {
+    boots::control(LAYOUT_UNITS_OFF).map_or(0, |control| control.boot)
 }
 
 /// Writes `results.json`, prints the table and the total time.
@@ -67,46 +43,59 @@ pub fn finish(report: &Report, work: &Path) -> Result<bool> {
     Ok(report.failed() == 0)
 }
 
-/// Builds the image and its initramfs and boots both ways; the rows of
-/// both boots. `accel`: the suite's choice, or `None` to choose here.
+/// Builds the image (and the control's, when its boot runs) and boots
+/// the stage's boots of the plan. `accel`: the busybox stage's choice, or
+/// `None` to choose here.
 pub fn stage(
     args: &Args,
     paths: &Paths,
+    plan: &Plan<'_>,
     semanifest: &Path,
     accel: Option<&'static str>,
-) -> Result<Report> {
-    let (image, guest) = prepare(args, paths, semanifest, accel)?;
+) -> Result<Booted> {
+    let control = plan.runs(control_boot());
+    let (image, guest) = prepare(args, paths, plan, semanifest, accel, control)?;
     let work = &paths.work;
-    let masks: Vec<String> = image
-        .layout_units
-        .iter()
-        .filter(|unit| *unit != RELABEL_UNIT)
-        .map(|unit| format!("systemd.mask={unit}"))
-        .collect();
-    let boot = |number, disk: &Path, cmdline: &[String]| guest.boot(number, disk, cmdline, true);
-    let built = boot(BOOT, &image.disk, &[])?;
-    let mut report = Report::scenarios(&built, &[console(work, BOOT)]);
-    say(format!(
-        "control: {RELABEL_UNIT} fails, {}",
-        masks.join(" ")
-    ));
-    let masked = boot(CONTROL_BOOT, &image.control_disk, &masks)?;
-    report.extend(Report::control(
-        &masked,
-        &console(work, CONTROL_BOOT),
-        CONTROL_PREFIX,
-        &CONTROL_MUST_FAIL,
-    ));
-    Ok(report)
+    let mut booted = Booted {
+        rows: Vec::new(),
+        consoles: Vec::new(),
+        accel: guest.accel,
+    };
+    for number in plan.boots.iter().copied() {
+        if boots::boot(number).stage != Stage::Systemd {
+            continue;
+        }
+        let rows = match &image.control_disk {
+            Some(control_disk) if number == control_boot() => {
+                let masks: Vec<String> = image
+                    .layout_units
+                    .iter()
+                    .filter(|unit| *unit != RELABEL_UNIT)
+                    .map(|unit| format!("systemd.mask={unit}"))
+                    .collect();
+                say(format!(
+                    "control: {RELABEL_UNIT} fails, {}",
+                    masks.join(" ")
+                ));
+                guest.boot(number, control_disk, &masks, true)?
+            }
+            _ => guest.boot(number, &image.disk, &[], true)?,
+        };
+        booted.rows.extend(rows);
+        booted.consoles.push((number, console(work, number)));
+    }
+    Ok(booted)
 }
 
 /// The image, its initramfs and the accelerator (`accel`, or chosen
-/// here).
+/// here); the control image too when `control`.
 fn prepare<'a>(
     args: &'a Args,
     paths: &'a Paths,
+    plan: &Plan<'_>,
     semanifest: &Path,
     accel: Option<&'static str>,
+    control: bool,
 ) -> Result<(systemd_image::Image, Guest<'a>)> {
     let Paths {
         testvm,
@@ -116,7 +105,14 @@ fn prepare<'a>(
     } = paths;
     let (package, modules) = kernel::manifest_package_and_modules(cache)?;
     let kernel_image = kernel::image(cache);
-    let image = systemd_image::build(cache, work, testvm, semanifest)?;
+    let image = systemd_image::build(
+        cache,
+        work,
+        testvm,
+        semanifest,
+        &plan.guest_text(Stage::Systemd),
+        control,
+    )?;
     let initramfs = systemd_image::initramfs(work, testvm, cache, &modules)?;
     let accel = accel.unwrap_or_else(|| qemu::choose(args.accel, &kernel_image, &initramfs));
     say(format!(
@@ -190,11 +186,20 @@ fn test_target_reached(console: &str) -> Option<f64> {
     })
 }
 
-/// `testvm/run --boot-bench N`; `Ok(true)` when every boot's scenarios
-/// passed.
-pub fn bench(args: &Args, paths: &Paths, rounds: u64) -> Result<bool> {
-    let semanifest = alone(args, paths)?;
-    let (image, guest) = prepare(args, paths, &semanifest, None)?;
+/// `testvm/run --boot-bench N`: N rounds of a cold and a warm boot of the
+/// image as built (the first systemd boot of `plan`, console-N.log);
+/// `Ok(true)` when every boot's scenarios passed.
+pub fn bench(args: &Args, paths: &Paths, plan: &Plan<'_>, rounds: u64) -> Result<bool> {
+    let number = plan
+        .boots
+        .iter()
+        .copied()
+        .find(|&n| boots::boot(n).stage == Stage::Systemd && n != control_boot())
+        .context("no boot of the systemd stage to time")?;
+    crate::fresh_dir(&paths.work)?;
+    kernel::ensure(&paths.cache, args.rebuild)?;
+    let semanifest = crate::project::build(&paths.repo, &paths.work)?;
+    let (image, guest) = prepare(args, paths, plan, &semanifest, None, false)?;
     let work = &paths.work;
     let disk = work.join("bench.img");
     let mut all_passed = true;
@@ -218,13 +223,14 @@ pub fn bench(args: &Args, paths: &Paths, rounds: u64) -> Result<bool> {
             ));
         }
         let mut cells = [String::new(), String::new()];
-        // Cold, then warm; numbered as the stage's boots (console-4.log, console-5.log).
-        for (which, number) in [(0, BOOT), (1, BOOT + 1)] {
+        // Cold, then warm: the same boot twice, on the same disk.
+        for which in [0, 1] {
             let started = Instant::now();
             let rows = guest.boot(number, &disk, &[], false)?;
             let wall = started.elapsed().as_secs_f64();
             let console = console(work, number);
-            let report = Report::scenarios(&rows, std::slice::from_ref(&console));
+            let reached = test_target_reached(&console);
+            let report = Report::judge(plan, &rows, &[(number, console)]);
             for row in report.rows().filter(|row| !row.passed) {
                 all_passed = false;
                 failures.push(format!(
@@ -234,7 +240,6 @@ pub fn bench(args: &Args, paths: &Paths, rounds: u64) -> Result<bool> {
                     row.observed
                 ));
             }
-            let reached = test_target_reached(&console);
             cells[which] = format!(
                 "{} s to test.target, {wall:.1} s wall",
                 reached.map_or("?".into(), |s| format!("{s:.2}")),

@@ -139,7 +139,6 @@ pub struct Root {
     /// The path as given, absolute and normalised: operands may be written
     /// below either.
     given: Vec<u8>,
-    meta: Meta,
 }
 
 impl Root {
@@ -180,7 +179,6 @@ impl Root {
             }
             Err(errno) => return Err(Error::io(raw, errno)),
         }
-        let meta = Meta::of(fd.as_fd()).map_err(|errno| Error::io(raw, errno))?;
         let real = rfs::readlinkat(CWD, entry::proc_path(fd.as_fd()).as_c_str(), Vec::new())
             .map_err(|errno| Error::io(raw, errno))?;
         let real = real.as_bytes();
@@ -192,27 +190,12 @@ impl Root {
         } else {
             given.clone()
         };
-        Ok(Self {
-            fd,
-            path,
-            given,
-            meta,
-        })
+        Ok(Self { fd, path, given })
     }
 
     /// The root's real location (`/` for the host).
     pub fn path(&self) -> &[u8] {
         &self.path
-    }
-
-    /// The root's `O_PATH` fd, to resolve below with [`open_dir_beneath`].
-    pub fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
-        self.fd.as_fd()
-    }
-
-    /// The root's own metadata, from when it was opened.
-    pub fn meta(&self) -> &Meta {
-        &self.meta
     }
 
     /// The key of `path` below the root: `/` for the root, `/var/lib` for

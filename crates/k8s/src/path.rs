@@ -57,28 +57,28 @@ impl NormalPath {
         Ok(NormalPath(normal))
     }
 
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         &self.0
     }
 
     /// The path's components (none for `/`).
-    pub fn components(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn components(&self) -> impl Iterator<Item = &str> {
         self.0.split('/').filter(|c| !c.is_empty())
     }
 
     /// Number of components: 0 for `/`.
-    pub fn depth(&self) -> usize {
+    pub(crate) fn depth(&self) -> usize {
         self.components().count()
     }
 
     /// True if `other` is this path or lies below it.
-    pub fn contains(&self, other: &NormalPath) -> bool {
+    pub(crate) fn contains(&self, other: &NormalPath) -> bool {
         layout::model::is_within(other.as_str(), self.as_str())
     }
 
     /// This path extended by a relative, `..`-free sub-path (a volume mount's
     /// `subPath`), normalised.
-    pub fn join(&self, relative: &str) -> Result<NormalPath, HostPathError> {
+    pub(crate) fn join(&self, relative: &str) -> Result<NormalPath, HostPathError> {
         if relative.starts_with('/') {
             return Err(HostPathError::Relative);
         }

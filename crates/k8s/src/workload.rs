@@ -24,7 +24,7 @@ pub struct SourceFile {
 }
 
 impl SourceFile {
-    pub fn new(name: String, text: String) -> Self {
+    pub(crate) fn new(name: String, text: String) -> Self {
         let line_starts = std::iter::once(0)
             .chain(text.match_indices('\n').map(|(at, _)| at + 1))
             .collect();
@@ -39,12 +39,12 @@ impl SourceFile {
         &self.name
     }
 
-    pub fn text(&self) -> &str {
+    pub(crate) fn text(&self) -> &str {
         &self.text
     }
 
     /// The text of 1-based line `line`, without its line break.
-    pub fn line(&self, line: u32) -> Option<&str> {
+    pub(crate) fn line(&self, line: u32) -> Option<&str> {
         let index = usize::try_from(line).ok()?.checked_sub(1)?;
         let start = *self.line_starts.get(index)?;
         let end = self
@@ -128,7 +128,7 @@ pub enum ContainerKind {
 }
 
 impl ContainerKind {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ContainerKind::Init => "init container",
             ContainerKind::Regular => "container",
@@ -161,10 +161,6 @@ pub struct HostPathMount {
 impl HostPathMount {
     pub fn is_read_only(&self) -> bool {
         self.read_only.as_ref().is_some_and(|r| r.value)
-    }
-
-    pub fn is_privileged(&self) -> bool {
-        self.privileged.as_ref().is_some_and(|p| p.value)
     }
 }
 
@@ -219,7 +215,7 @@ impl InvalidDocument {
     }
 
     /// The message without the location prefix.
-    pub fn description(&self) -> String {
+    pub(crate) fn description(&self) -> String {
         match self.invalidity {
             Invalidity::NotYaml => format!("invalid YAML: {}", self.message),
             Invalidity::Templated { template_line } => format!(
@@ -265,7 +261,7 @@ pub enum SkipReason {
 }
 
 impl SkipReason {
-    pub fn describe(self) -> &'static str {
+    pub(crate) fn describe(self) -> &'static str {
         match self {
             SkipReason::Extension => "not a .yaml, .yml or .json file",
             SkipReason::ExtensionCase => {
@@ -293,7 +289,7 @@ pub struct Manifests {
 }
 
 impl Manifests {
-    pub fn extend(&mut self, other: Manifests) {
+    pub(crate) fn extend(&mut self, other: Manifests) {
         self.workloads.extend(other.workloads);
         self.skipped.extend(other.skipped);
         self.invalid.extend(other.invalid);

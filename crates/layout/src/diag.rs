@@ -22,7 +22,7 @@ pub struct Pos {
 }
 
 impl Pos {
-    pub fn new(line: u64, column: u64, width: usize) -> Self {
+    pub(crate) fn new(line: u64, column: u64, width: usize) -> Self {
         Pos {
             line: u32::try_from(line).unwrap_or(u32::MAX),
             column: u32::try_from(column).unwrap_or(u32::MAX),
@@ -35,7 +35,7 @@ impl Pos {
         Pos::new(location.line(), location.column(), width)
     }
 
-    pub fn is_known(&self) -> bool {
+    pub(crate) fn is_known(&self) -> bool {
         self.line > 0
     }
 
@@ -194,7 +194,7 @@ impl Finding {
     }
 
     /// This finding at `location`, with the source line `line` gives.
-    pub fn at<'s>(
+    pub(crate) fn at<'s>(
         mut self,
         location: Option<Location>,
         line: impl FnOnce(u32) -> Option<&'s str>,
@@ -227,7 +227,7 @@ pub struct Diagnostic {
 }
 
 impl Diagnostic {
-    pub fn error(code: &'static Code, pos: Pos, message: impl Into<String>) -> Self {
+    pub(crate) fn error(code: &'static Code, pos: Pos, message: impl Into<String>) -> Self {
         Diagnostic {
             severity: Severity::Error,
             code,
@@ -237,7 +237,7 @@ impl Diagnostic {
         }
     }
 
-    pub fn warning(code: &'static Code, pos: Pos, message: impl Into<String>) -> Self {
+    pub(crate) fn warning(code: &'static Code, pos: Pos, message: impl Into<String>) -> Self {
         Diagnostic {
             severity: Severity::Warning,
             code,
@@ -247,7 +247,7 @@ impl Diagnostic {
         }
     }
 
-    pub fn with_help(mut self, help: impl Into<String>) -> Self {
+    pub(crate) fn with_help(mut self, help: impl Into<String>) -> Self {
         self.help = Some(help.into());
         self
     }
@@ -343,18 +343,8 @@ pub struct Report {
 }
 
 impl Report {
-    pub fn has_errors(&self) -> bool {
-        self.diagnostics.iter().any(Diagnostic::is_error)
-    }
-
-    pub fn error_count(&self) -> usize {
+    pub(crate) fn error_count(&self) -> usize {
         self.diagnostics.iter().filter(|d| d.is_error()).count()
-    }
-
-    pub fn warnings(&self) -> impl Iterator<Item = &Diagnostic> {
-        self.diagnostics
-            .iter()
-            .filter(|d| d.severity == Severity::Warning)
     }
 }
 

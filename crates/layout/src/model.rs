@@ -14,8 +14,8 @@ use std::collections::BTreeMap;
 use crate::diag::Pos;
 
 /// The SELinux user, role and level every generated file context carries.
-pub const FILE_CONTEXT_PREFIX: &str = "system_u:object_r:";
-pub const FILE_LEVEL: &str = "s0";
+pub(crate) const FILE_CONTEXT_PREFIX: &str = "system_u:object_r:";
+pub(crate) const FILE_LEVEL: &str = "s0";
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Layout {
@@ -65,7 +65,7 @@ impl NodeBoot {
     /// The runtime units a layout gets without `spec.node.runtime`: the
     /// unit names and commands of the containerd, CRI-O and kubeadm
     /// packages.
-    pub const DEFAULT_RUNTIME: [(&'static str, &'static str); 3] = [
+    pub(crate) const DEFAULT_RUNTIME: [(&'static str, &'static str); 3] = [
         ("containerd.service", "/usr/bin/containerd"),
         (
             "crio.service",
@@ -79,7 +79,7 @@ impl NodeBoot {
         ),
     ];
 
-    pub fn default_runtime() -> Vec<RuntimeUnit> {
+    pub(crate) fn default_runtime() -> Vec<RuntimeUnit> {
         Self::DEFAULT_RUNTIME
             .iter()
             .map(|(unit, exec)| RuntimeUnit {
@@ -153,6 +153,48 @@ pub enum Owner {
     Ids { uid: u32, gid: u32 },
 }
 
+/// One access level a manifest may grant, by the name it writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum AccessLevel {
+    Search,
+    Read,
+    Append,
+    Write,
+    Exec,
+}
+
+impl AccessLevel {
+    /// Every level, weakest first.
+    pub const ALL: [AccessLevel; 5] = [
+        AccessLevel::Search,
+        AccessLevel::Read,
+        AccessLevel::Append,
+        AccessLevel::Write,
+        AccessLevel::Exec,
+    ];
+
+    /// The name a manifest writes (`write`).
+    pub fn name(self) -> &'static str {
+        match self {
+            AccessLevel::Search => "search",
+            AccessLevel::Read => "read",
+            AccessLevel::Append => "append",
+            AccessLevel::Write => "write",
+            AccessLevel::Exec => "exec",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<AccessLevel> {
+        Self::ALL.into_iter().find(|level| level.name() == name)
+    }
+}
+
+impl std::fmt::Display for AccessLevel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// An access grant. Levels nest: `write` ⊃ `read` ⊃ `search` and
 /// `write` ⊃ `append` ⊃ `search`; `exec` combines with any of them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -165,30 +207,18 @@ pub struct Access {
 }
 
 impl Access {
-    /// The level names a manifest may write, weakest first.
-    pub const LEVELS: [&'static str; 5] = ["search", "read", "append", "write", "exec"];
-
-    /// One level by its manifest name.
-    pub fn level(name: &str) -> Option<Access> {
+    /// Just `level`, not yet closed under the implications.
+    pub(crate) fn only(level: AccessLevel) -> Access {
         let mut access = Access::default();
-        match name {
-            "search" => access.search = true,
-            "read" => access.read = true,
-            "append" => access.append = true,
-            "write" => access.write = true,
-            "exec" => access.exec = true,
-            _ => return None,
+        match level {
+            AccessLevel::Search => access.search = true,
+            AccessLevel::Read => access.read = true,
+            AccessLevel::Append => access.append = true,
+            AccessLevel::Write => access.write = true,
+            AccessLevel::Exec => access.exec = true,
         }
-        Some(access)
+        access
     }
-
-    pub const SEARCH: Access = Access {
-        search: true,
-        read: false,
-        append: false,
-        write: false,
-        exec: false,
-    };
 
     /// Closes the set under the implications between levels.
     pub fn normalised(mut self) -> Self {
@@ -218,26 +248,32 @@ impl Access {
         self.write || self.append
     }
 
-    /// The level names, strongest first, for comments and reports.
-    pub fn names(&self) -> Vec<&'static str> {
-        let mut names = Vec::new();
+    /// The levels that say this grant, strongest first (what a level
+    /// implies is left out): what the policy allows and reports name.
+    pub fn levels(&self) -> Vec<AccessLevel> {
+        let mut levels = Vec::new();
         if self.write {
-            names.push("write");
+            levels.push(AccessLevel::Write);
         } else {
             if self.read {
-                names.push("read");
+                levels.push(AccessLevel::Read);
             }
             if self.append {
-                names.push("append");
+                levels.push(AccessLevel::Append);
             }
             if !self.read && !self.append && self.search {
-                names.push("search");
+                levels.push(AccessLevel::Search);
             }
         }
         if self.exec {
-            names.push("exec");
+            levels.push(AccessLevel::Exec);
         }
-        names
+        levels
+    }
+
+    /// The names of [`Self::levels`], for comments and reports.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.levels().into_iter().map(AccessLevel::name).collect()
     }
 }
 
@@ -251,7 +287,7 @@ pub enum Lifecycle {
 
 impl Lifecycle {
     /// Every lifecycle by its manifest name; the default first.
-    pub const ALL: [(&'static str, Lifecycle); 3] = [
+    pub(crate) const ALL: [(&'static str, Lifecycle); 3] = [
         ("persistent", Lifecycle::Persistent),
         ("ephemeral", Lifecycle::Ephemeral),
         ("cache", Lifecycle::Cache),
@@ -285,7 +321,7 @@ pub enum Propagation {
 }
 
 impl Propagation {
-    pub const ALL: [(&'static str, Propagation); 6] = [
+    pub(crate) const ALL: [(&'static str, Propagation); 6] = [
         ("private", Propagation::Private),
         ("rprivate", Propagation::Rprivate),
         ("shared", Propagation::Shared),

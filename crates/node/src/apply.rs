@@ -52,7 +52,7 @@ use rustix::io::Errno;
 use serde::Serialize;
 
 use super::delete::{self, DeleteOptions, Guard};
-use super::owners::{Accounts, Ids};
+use super::owners::{Accounts, Ids, OwnerError, OwnerProblem};
 use super::{
     c_name, describe, mount_rule, read_label, shown, split_key, trash, write_label, NodeError,
     PathError,
@@ -80,7 +80,7 @@ pub enum ApplyMode {
 
 /// One directory as the layout wants it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Place {
+pub(crate) struct Place {
     /// The path below the root (`/var/lib/etcd`).
     pub key: String,
     /// Declared by the layout (not only an ancestor of a declared path).
@@ -229,7 +229,7 @@ impl ApplyReport {
 /// path and its ancestors below `/`. Owner names are resolved in
 /// `accounts` (required when the layout names one); every unknown name is
 /// reported at once.
-pub fn places(
+pub(crate) fn places(
     layout: &Layout,
     contexts: &FileContexts,
     accounts: Option<&Accounts>,
@@ -249,7 +249,7 @@ pub fn places(
             None => None,
             Some(owner) => {
                 let resolved = match (owner, accounts) {
-                    (Owner::Name(name), None) => Err(format!("user `{name}`: no accounts read")),
+                    (Owner::Name(name), None) => Err(OwnerError::NoAccounts(name.clone())),
                     (Owner::Ids { uid, gid }, _) => super::owners::check_ids(Ids {
                         uid: *uid,
                         gid: *gid,
@@ -258,9 +258,12 @@ pub fn places(
                 };
                 match resolved {
                     Ok(ids) => Some(ids),
-                    Err(problem) => {
-                        let line = rule.map(|rule| rule.pos.line).unwrap_or_default();
-                        problems.push(format!("owner of {key} (layout line {line}): {problem}"));
+                    Err(error) => {
+                        problems.push(OwnerProblem {
+                            path: key.to_owned(),
+                            line: rule.map(|rule| rule.pos.line).unwrap_or_default(),
+                            error,
+                        });
                         None
                     }
                 }
@@ -284,7 +287,7 @@ pub fn places(
 }
 
 /// Whether the layout names an owner that must be looked up.
-pub fn needs_accounts(layout: &Layout) -> bool {
+pub(crate) fn needs_accounts(layout: &Layout) -> bool {
     layout
         .paths
         .iter()
@@ -304,21 +307,81 @@ pub fn apply(
 /// The first of `keep` that is neither a path of `layout` nor an ancestor
 /// of one, as an error for `--keep-symlink` (`apply` and `check --labels`
 /// take the same paths).
-pub fn unknown_keep(layout: &Layout, keep: &[String]) -> Result<(), String> {
+pub fn unknown_keep(layout: &Layout, keep: &[String]) -> Result<(), UnknownKeep> {
     match keep.iter().find(|path| {
         !layout
             .paths
             .iter()
             .any(|rule| rule.path == **path || ancestors(&rule.path).any(|a| a == path.as_str()))
     }) {
-        Some(path) => Err(format!(
-            "--keep-symlink {path}: not a path of the layout nor an ancestor of one"
-        )),
+        Some(path) => Err(UnknownKeep(path.clone())),
         None => Ok(()),
     }
 }
 
-/// [`apply`], keeping the symlinks found at `keep` (layout paths or
+/// A `--keep-symlink` path the layout does not know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("--keep-symlink {0}: not a path of the layout nor an ancestor of one")]
+pub struct UnknownKeep(pub String);
+
+/// Why one directory was not placed, or a symlink not kept.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PlaceError {
+    #[error("{} is in the way of creating it ({}); remove it", TEMPORARY.to_string_lossy(), said(.0))]
+    TemporaryInTheWay(Errno),
+    #[error("cannot create: {}", said(.0))]
+    Create(Errno),
+    /// A mount or another directory took the temporary name between its
+    /// `mkdir` and its open.
+    #[error(
+        "cannot create: {} was replaced before it could be opened ({}); left alone",
+        TEMPORARY.to_string_lossy(),
+        said(.0)
+    )]
+    Replaced(Errno),
+    #[error("cannot open: {0}")]
+    Reopen(Errno),
+    #[error("cannot set the owner: {}", said(.0))]
+    SetOwner(Errno),
+    #[error("cannot set the mode: {}", said(.0))]
+    SetMode(Errno),
+    #[error("cannot set the label: {}", said(.0))]
+    SetLabel(Errno),
+    #[error("appeared while it was being created; left alone")]
+    Appeared,
+    #[error("cannot rename into place: {}", said(.0))]
+    Rename(Errno),
+    /// Made, but it cannot be opened again.
+    #[error("{}", said(.0))]
+    Made(Errno),
+    /// What the rename put in place is not the directory made.
+    #[error(
+        "{} was replaced before it was renamed into place; what is there now is not what \
+         apply made (left alone)",
+        TEMPORARY.to_string_lossy()
+    )]
+    NotWhatWasMade,
+    #[error("cannot read the symlink: {}", said(.0))]
+    ReadLink(Errno),
+    #[error(
+        "is a symlink to {0}, which names no path semanifest can label; not kept (never followed)"
+    )]
+    Unlabelled(String),
+    #[error(
+        "is a symlink to {shown}, which overlaps the layout's `{rule}`; not kept (never followed)"
+    )]
+    IntoTheLayout { shown: String, rule: String },
+    #[error(transparent)]
+    Resolve(fsroot::Error),
+    #[error("cannot open: {}", said(.0))]
+    Open(Errno),
+}
+
+fn said(errno: &Errno) -> String {
+    describe(*errno)
+}
+
+/// [`apply()`], keeping the symlinks found at `keep` (layout paths or
 /// ancestors of one) whose targets lie outside the layout: the image holds
 /// them so, and the boot units say so too. Any other symlink, and a kept
 /// one pointing into the layout, stays an error.
@@ -470,7 +533,7 @@ impl Run<'_> {
                             target,
                         });
                     }
-                    Err(why) => self.fail(key, PathError::new(&path, why)),
+                    Err(why) => self.fail(key, PathError::new(&path, why.to_string())),
                 }
             }
             Ok(entry) => {
@@ -484,7 +547,7 @@ impl Run<'_> {
             }
             Err(Errno::NOENT) => match self.create(place, &parent, &name) {
                 Ok(entry) => self.created(place, &path, Some(&entry)),
-                Err(error) => self.fail(key, PathError::new(&path, error)),
+                Err(error) => self.fail(key, PathError::new(&path, error.to_string())),
             },
             Err(errno) => self.fail(key, PathError::errno(&path, "open", errno)),
         }
@@ -492,17 +555,11 @@ impl Run<'_> {
 
     /// Makes the directory under the temporary name, sets everything, and
     /// renames it into place; on failure the temporary directory goes.
-    fn create(&self, place: &Place, parent: &OwnedFd, name: &CString) -> Result<Entry, String> {
+    fn create(&self, place: &Place, parent: &OwnedFd, name: &CString) -> Result<Entry, PlaceError> {
         let made = match fsroot::make_dir(parent, TEMPORARY, 0o700) {
             Err(Errno::EXIST) => {
                 // Left by an interrupted run: removed only if empty.
-                fsroot::remove_dir(parent, TEMPORARY).map_err(|errno| {
-                    format!(
-                        "{} is in the way of creating it ({}); remove it",
-                        TEMPORARY.to_string_lossy(),
-                        describe(errno)
-                    )
-                })?;
+                fsroot::remove_dir(parent, TEMPORARY).map_err(PlaceError::TemporaryInTheWay)?;
                 fsroot::make_dir(parent, TEMPORARY, 0o700)
             }
             other => other,
@@ -510,44 +567,34 @@ impl Run<'_> {
         // Not what was made (a mount or another directory in its place):
         // left alone, nothing set on it.
         let dir = made.map_err(|errno| match errno {
-            Errno::XDEV | Errno::STALE => format!(
-                "cannot create: {} was replaced before it could be opened ({}); left alone",
-                TEMPORARY.to_string_lossy(),
-                describe(errno)
-            ),
-            errno => format!("cannot create: {}", describe(errno)),
+            Errno::XDEV | Errno::STALE => PlaceError::Replaced(errno),
+            errno => PlaceError::Create(errno),
         })?;
-        let made = rustix::fs::fstat(&dir).map_err(|errno| format!("cannot stat: {errno}"))?;
-        let finish = || -> Result<(), String> {
+        let made = rustix::fs::fstat(&dir).map_err(PlaceError::Reopen)?;
+        let finish = || -> Result<(), PlaceError> {
             if let Some(owner) = place.owner {
                 rustix::fs::fchown(
                     &dir,
                     Some(Uid::from_raw(owner.uid)),
                     Some(Gid::from_raw(owner.gid)),
                 )
-                .map_err(|errno| format!("cannot set the owner: {}", describe(errno)))?;
+                .map_err(PlaceError::SetOwner)?;
             }
             let mode = place.mode.unwrap_or(DEFAULT_MODE);
-            rustix::fs::fchmod(&dir, Mode::from_raw_mode(mode))
-                .map_err(|errno| format!("cannot set the mode: {}", describe(errno)))?;
+            rustix::fs::fchmod(&dir, Mode::from_raw_mode(mode)).map_err(PlaceError::SetMode)?;
             if let Some(label) = &place.label {
-                write_label(Handle::Fd(dir.as_fd()), label)
-                    .map_err(|errno| format!("cannot set the label: {}", describe(errno)))?;
+                write_label(Handle::Fd(dir.as_fd()), label).map_err(PlaceError::SetLabel)?;
             }
             fsroot::rename_noreplace(parent, TEMPORARY, parent, name).map_err(|errno| match errno {
-                Errno::EXIST => "appeared while it was being created; left alone".to_owned(),
-                errno => format!("cannot rename into place: {}", describe(errno)),
+                Errno::EXIST => PlaceError::Appeared,
+                errno => PlaceError::Rename(errno),
             })
         };
         match finish() {
             Ok(()) => {
-                let entry = Entry::open_at(parent, name).map_err(describe)?;
+                let entry = Entry::open_at(parent, name).map_err(PlaceError::Made)?;
                 if (entry.meta().dev, entry.meta().ino) != (made.st_dev, made.st_ino) {
-                    return Err(format!(
-                        "{} was replaced before it was renamed into place; what is there now \
-                         is not what apply made (left alone)",
-                        TEMPORARY.to_string_lossy()
-                    ));
+                    return Err(PlaceError::NotWhatWasMade);
                 }
                 Ok(entry)
             }
@@ -775,18 +822,18 @@ fn keepable_target(
     key: &str,
     parent: &OwnedFd,
     name: &CString,
-) -> Result<String, String> {
+) -> Result<String, PlaceError> {
     let raw = rustix::fs::readlinkat(parent, name.as_c_str(), Vec::new())
-        .map_err(|errno| format!("cannot read the symlink: {}", describe(errno)))?;
-    let shown = EscapedPath(raw.as_bytes());
-    let target = link_target(key, raw.as_bytes()).ok_or_else(|| {
-        format!("is a symlink to {shown}, which names no path semanifest can label; not kept (never followed)")
-    })?;
+        .map_err(PlaceError::ReadLink)?;
+    let shown = EscapedPath(raw.as_bytes()).to_string();
+    let Some(target) = link_target(key, raw.as_bytes()) else {
+        return Err(PlaceError::Unlabelled(shown));
+    };
     match layout.overlapping(&target) {
-        Some(rule) => Err(format!(
-            "is a symlink to {shown}, which overlaps the layout's `{}`; not kept (never followed)",
-            rule.path
-        )),
+        Some(rule) => Err(PlaceError::IntoTheLayout {
+            shown,
+            rule: rule.path.clone(),
+        }),
         None => Ok(target),
     }
 }
@@ -800,21 +847,20 @@ pub(crate) fn kept_symlink(
     layout: &Layout,
     root: &Root,
     key: &str,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, PlaceError> {
     let Some((parent_key, name)) = split_key(key) else {
         return Ok(None);
     };
     let name = c_name(name.as_bytes());
-    let parent = match root.open_dir_beneath(parent_key.as_bytes()) {
-        Ok(parent) => parent,
-        Err(error) => return Err(error.to_string()),
-    };
+    let parent = root
+        .open_dir_beneath(parent_key.as_bytes())
+        .map_err(PlaceError::Resolve)?;
     match Entry::open_at(&parent, &name) {
         Ok(entry) if entry.kind() == FileType::Symlink => {
             keepable_target(layout, key, &parent, &name).map(Some)
         }
         Ok(_) | Err(Errno::NOENT) => Ok(None),
-        Err(errno) => Err(format!("cannot open: {}", describe(errno))),
+        Err(errno) => Err(PlaceError::Open(errno)),
     }
 }
 

@@ -6,27 +6,27 @@
 //! once: no path is resolved twice, no symlink is followed, nothing in the
 //! way is replaced.
 //!
-//! - [`apply`] makes every declared directory and its ancestors exist with
+//! - [`apply()`] makes every declared directory and its ancestors exist with
 //!   the declared mode, owner and label. A missing directory is *born
 //!   right*: made under a temporary name, given its owner, mode and label,
 //!   then renamed into place with `RENAME_NOREPLACE`, so the declared name
 //!   never shows another label (see `apply` for why not `fscreate`).
-//! - [`prune`] empties declared directories, keeping each directory itself:
+//! - [`prune()`] empties declared directories, keeping each directory itself:
 //!   entries first move into a hidden trash directory inside it (one
 //!   `renameat2` each, so a crash leaves every entry in place or in the
 //!   trash), then the trash is deleted in parallel. The next `prune` or
 //!   `apply` empties a trash a crash left behind.
-//! - [`remove`] deletes only strictly below a `removable` root, resolving
+//! - [`remove()`] deletes only strictly below a `removable` root, resolving
 //!   every level with `RESOLVE_NO_XDEV` too, and refuses escapes, mounts
 //!   and objects labelled with a protected type.
 //!
-//! Owners come from the target root's `etc/passwd` ([`owners`]). The three
+//! Owners come from the target root's `etc/passwd` (`owners`). The three
 //! commands take [`Root::lock`] so they never interleave on one tree.
 
 pub mod apply;
 mod delete;
 mod mount_rule;
-pub mod owners;
+mod owners;
 pub mod prune;
 pub mod remove;
 mod trash;
@@ -35,8 +35,10 @@ use std::ffi::CString;
 
 use serde::Serialize;
 
-pub use apply::{apply, apply_keeping, unknown_keep, ApplyMode, ApplyReport, KeptSymlink};
-pub use owners::{Accounts, Ids};
+pub use apply::{
+    apply, apply_keeping, unknown_keep, ApplyMode, ApplyReport, KeptSymlink, UnknownKeep,
+};
+pub use owners::{Accounts, Ids, OwnerError, OwnerProblem};
 pub use prune::{prune, PruneOptions, PruneReport, Selection};
 pub use remove::{remove, RemoveOptions, RemoveReport, Removed};
 
@@ -46,7 +48,7 @@ use fsroot::{EscapedPath, Handle, Root};
 pub const TRASH_NAME: &str = ".semanifest-trash";
 
 /// The xattr that holds an object's SELinux context.
-pub const XATTR_NAME: &str = "security.selinux";
+pub(crate) const XATTR_NAME: &str = "security.selinux";
 
 /// Why a command could not start (nothing was changed): exit 2.
 #[derive(Debug, thiserror::Error)]
@@ -55,8 +57,8 @@ pub enum NodeError {
     Root(#[from] fsroot::Error),
     #[error("cannot read the owners: {0}")]
     Accounts(fsroot::Error),
-    #[error("{}", .0.join("\n"))]
-    Owners(Vec<String>),
+    #[error("{}", lines(.0))]
+    Owners(Vec<OwnerProblem>),
     #[error("{0}")]
     Selection(String),
     /// Mounts on the way that the command may not act through (see
@@ -69,6 +71,12 @@ pub enum NodeError {
     Mounts(Vec<PathError>),
     #[error("cannot start worker threads: {0}")]
     Threads(#[from] rayon::ThreadPoolBuildError),
+}
+
+/// One line per problem.
+fn lines(problems: &[OwnerProblem]) -> String {
+    let lines: Vec<String> = problems.iter().map(ToString::to_string).collect();
+    lines.join("\n")
 }
 
 /// A failure on one object; the run goes on with the others and exits 1.

@@ -1,7 +1,7 @@
 //! Owners as the target root knows them: a layout's `owner: etcd` means
 //! the uid and login group that `ROOT/etc/passwd` gives `etcd` (what
 //! `chown etcd:` does), never the running host's users. `uid:gid` is taken
-//! as is. Group names for messages come from `ROOT/etc/group`.
+//! as is.
 
 use std::collections::BTreeMap;
 
@@ -27,75 +27,72 @@ impl std::fmt::Display for Ids {
 /// The account databases are small; a larger file is refused.
 const DATABASE_LIMIT: u64 = 16 << 20;
 
-/// `ROOT/etc/passwd` and `ROOT/etc/group`, read once.
+/// `ROOT/etc/passwd`, read once.
 #[derive(Debug, Default)]
 pub struct Accounts {
     users: BTreeMap<String, Ids>,
-    groups: BTreeMap<u32, String>,
     /// Where the users came from, for messages.
     passwd: String,
 }
 
 impl Accounts {
-    /// Reads both files below `root` (resolved without following
-    /// symlinks). A missing `etc/group` only costs group names in messages.
-    pub fn read(root: &Root) -> Result<Self, NodeError> {
+    /// Reads `etc/passwd` below `root` (resolved without following
+    /// symlinks).
+    pub(crate) fn read(root: &Root) -> Result<Self, NodeError> {
         let passwd_key = b"/etc/passwd";
         let passwd = root
             .read_file(passwd_key, DATABASE_LIMIT)
             .map_err(NodeError::Accounts)?;
-        let group = match root.read_file(b"/etc/group", DATABASE_LIMIT) {
-            Ok(group) => group,
-            Err(fsroot::Error::Io { error, .. })
-                if error.kind() == std::io::ErrorKind::NotFound =>
-            {
-                Vec::new()
-            }
-            Err(error) => return Err(NodeError::Accounts(error)),
-        };
         Ok(Self {
             users: parse_passwd(&passwd),
-            groups: parse_group(&group),
             passwd: fsroot::EscapedPath(&root.display(passwd_key)).to_string(),
         })
     }
 
     /// The ids of `owner`; a name must be in `etc/passwd`.
-    pub fn resolve(&self, owner: &Owner) -> Result<Ids, String> {
+    pub(crate) fn resolve(&self, owner: &Owner) -> Result<Ids, OwnerError> {
         match owner {
             Owner::Ids { uid, gid } => check_ids(Ids {
                 uid: *uid,
                 gid: *gid,
             }),
-            Owner::Name(name) => self
-                .users
-                .get(name)
-                .copied()
-                .ok_or_else(|| format!("user `{name}` is not in {}", self.passwd)),
-        }
-    }
-
-    /// `uid:gid (name:group)` where the names are known, for messages.
-    pub fn describe(&self, ids: Ids) -> String {
-        let user = self
-            .users
-            .iter()
-            .find(|(_, known)| known.uid == ids.uid)
-            .map(|(name, _)| name.as_str());
-        let group = self.groups.get(&ids.gid).map(String::as_str);
-        match (user, group) {
-            (None, None) => ids.to_string(),
-            (user, group) => format!("{ids} ({}:{})", user.unwrap_or("?"), group.unwrap_or("?")),
+            Owner::Name(name) => {
+                self.users
+                    .get(name)
+                    .copied()
+                    .ok_or_else(|| OwnerError::UnknownUser {
+                        name: name.clone(),
+                        passwd: self.passwd.clone(),
+                    })
+            }
         }
     }
 }
 
+/// Why a layout's owner has no ids.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OwnerError {
+    #[error("owner {0}: 4294967295 means \"unchanged\" to chown and cannot own a file")]
+    Unchanged(Ids),
+    #[error("user `{name}` is not in {passwd}")]
+    UnknownUser { name: String, passwd: String },
+    #[error("user `{0}`: no accounts read")]
+    NoAccounts(String),
+}
+
+/// A layout path whose owner has no ids, with the layout line naming it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("owner of {path} (layout line {line}): {error}")]
+pub struct OwnerProblem {
+    pub path: String,
+    pub line: u32,
+    pub error: OwnerError,
+}
+
 /// `(uid_t)-1` means "leave unchanged" to `chown`: never an owner.
-pub(crate) fn check_ids(ids: Ids) -> Result<Ids, String> {
+pub(crate) fn check_ids(ids: Ids) -> Result<Ids, OwnerError> {
     if ids.uid == u32::MAX || ids.gid == u32::MAX {
-        return Err(format!(
-            "owner {ids}: 4294967295 means \"unchanged\" to chown and cannot own a file"
-        ));
+        return Err(OwnerError::Unchanged(ids));
     }
     Ok(ids)
 }
@@ -115,21 +112,6 @@ fn parse_passwd(text: &[u8]) -> BTreeMap<String, Ids> {
         users.entry(name).or_insert(Ids { uid, gid });
     }
     users
-}
-
-/// `name:password:gid:members` lines, by gid (the first name wins).
-fn parse_group(text: &[u8]) -> BTreeMap<u32, String> {
-    let mut groups = BTreeMap::new();
-    for line in text.split(|&b| b == b'\n') {
-        let fields: Vec<&[u8]> = line.split(|&b| b == b':').collect();
-        let [name, _password, gid, ..] = fields.as_slice() else {
-            continue;
-        };
-        if let (Some(name), Some(gid)) = (text_of(name), number(gid)) {
-            groups.entry(gid).or_insert(name);
-        }
-    }
-    groups
 }
 
 fn text_of(field: &[u8]) -> Option<String> {
@@ -159,12 +141,6 @@ mod tests {
         assert_eq!(users["root"], Ids { uid: 0, gid: 0 });
         assert!(!users.contains_key("bad"));
         assert_eq!(users.len(), 2);
-    }
-
-    #[test]
-    fn group_names_by_gid() {
-        let groups = parse_group(b"root:x:0:\netcd:x:997:a,b\n");
-        assert_eq!(groups[&997], "etcd");
     }
 
     #[test]

@@ -284,7 +284,7 @@ impl PruneReport {
 }
 
 /// `1.5 MiB (1572864 bytes)`.
-pub fn human_bytes(bytes: u64) -> String {
+pub(crate) fn human_bytes(bytes: u64) -> String {
     const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
     if bytes < 1024 {
         return format!("{bytes} bytes");

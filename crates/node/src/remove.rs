@@ -23,7 +23,7 @@
 //!   directory without `recursive`, and a directory that holds a mount
 //!   point anywhere below it (the mount table).
 //!
-//! A directory's contents then go through [`super::delete`]: every level
+//! A directory's contents then go through `delete`: every level
 //! is opened from its parent's fd with the same `openat2` flags including
 //! `RESOLVE_NO_XDEV`, everything else is removed by name in its open
 //! parent (`unlinkat` removes a symlink itself), and every object's label

@@ -70,7 +70,7 @@ pub(crate) fn create(dir: BorrowedFd<'_>) -> Result<OwnedFd> {
 }
 
 /// Removes the (emptied) trash from `dir`.
-pub(crate) fn remove(dir: impl AsFd) -> Result<()> {
+pub fn remove(dir: impl AsFd) -> Result<()> {
     fsroot::remove_dir(dir, NAME)
 }
 

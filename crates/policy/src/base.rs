@@ -3,7 +3,7 @@
 //! Invariants:
 //! - [`BASE_POLICY`] lists the files in the order secilc must read them
 //!   (file-name order); the text is exactly the committed file.
-//! - [`base_types`] and [`base_attributes`] are read from that same text, so
+//! - The types (`base_types`) are read from that same text, so
 //!   the compiler's idea of "a type the base defines" cannot drift from the
 //!   policy. The scan understands CIL's comments, strings and nesting; it
 //!   never fails, it only reports the declarations it sees.
@@ -31,13 +31,8 @@ pub const BASE_POLICY: &[(&str, &str)] = &[
 ];
 
 /// Every type the base policy declares with `(type NAME)`.
-pub fn base_types() -> BTreeSet<&'static str> {
+pub(crate) fn base_types() -> BTreeSet<&'static str> {
     declared_in_base("type")
-}
-
-/// Every attribute the base policy declares with `(typeattribute NAME)`.
-pub fn base_attributes() -> BTreeSet<&'static str> {
-    declared_in_base("typeattribute")
 }
 
 fn declared_in_base(keyword: &str) -> BTreeSet<&'static str> {
@@ -75,7 +70,7 @@ mod tests {
         ] {
             assert!(types.contains(name), "{name} missing from {types:?}");
         }
-        let attributes = base_attributes();
+        let attributes = declared_in_base("typeattribute");
         for name in [
             "domain",
             "file_type",

@@ -12,13 +12,12 @@ use super::{BuildError, Violation};
 use layout::diag::{Location, Report};
 
 /// Bumped only when a field is removed, renamed or changes its meaning.
-pub const JSON_SCHEMA_VERSION: u32 = 1;
+pub(crate) const JSON_SCHEMA_VERSION: u32 = 1;
 
 /// One reason a build failed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct BuildErrorReport {
-    /// `neverallow`, `secilc`, `layout` or `error` (docs/build-json.md).
-    pub kind: &'static str,
+    pub kind: BuildErrorKind,
     pub message: String,
     /// `layout`: the manifest rule's diagnostic code.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -88,8 +87,22 @@ impl GrantedBy {
     }
 }
 
+/// What failed (docs/build-json.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BuildErrorKind {
+    /// A protected path is reachable by a domain the layout did not grant.
+    Neverallow,
+    /// secilc refused the policy for another reason.
+    Secilc,
+    /// The layout manifest is invalid.
+    Layout,
+    /// Anything else, known by its message.
+    Error,
+}
+
 impl BuildErrorReport {
-    fn new(kind: &'static str, message: String) -> Self {
+    fn new(kind: BuildErrorKind, message: String) -> Self {
         BuildErrorReport {
             kind,
             message,
@@ -104,7 +117,7 @@ impl BuildErrorReport {
 
     /// Any other error, known by its message.
     pub fn other(message: impl Into<String>) -> Self {
-        Self::new("error", message.into())
+        Self::new(BuildErrorKind::Error, message.into())
     }
 
     fn neverallow(violation: &Violation) -> Self {
@@ -118,7 +131,7 @@ impl BuildErrorReport {
                 .map(|o| GrantedBy::parse(o))
                 .collect(),
             ..Self::new(
-                "neverallow",
+                BuildErrorKind::Neverallow,
                 format!(
                     "protected path `{}` ({}) is reachable by a domain the layout did not grant",
                     violation.path, violation.type_name
@@ -136,7 +149,10 @@ impl BuildErrorReport {
             }
             BuildError::Rejected { output, .. } => vec![BuildErrorReport {
                 output: Some(output.clone()),
-                ..Self::new("secilc", "secilc rejected the policy".to_owned())
+                ..Self::new(
+                    BuildErrorKind::Secilc,
+                    "secilc rejected the policy".to_owned(),
+                )
             }],
             other => vec![Self::other(other.to_string())],
         }
@@ -154,7 +170,7 @@ impl BuildErrorReport {
                 location: Location::at(&report.source.name, d.pos)
                     .as_ref()
                     .map(JsonLocation::from),
-                ..Self::new("layout", d.message.clone())
+                ..Self::new(BuildErrorKind::Layout, d.message.clone())
             })
             .collect()
     }
@@ -220,7 +236,7 @@ mod tests {
             output: "syntax error".into(),
         });
         assert_eq!(errors.len(), 1);
-        assert_eq!(errors[0].kind, "secilc");
+        assert_eq!(errors[0].kind, BuildErrorKind::Secilc);
         assert_eq!(errors[0].output.as_deref(), Some("syntax error"));
         let json: serde_json::Value =
             serde_json::from_str(&render(&[], &errors)).expect("valid JSON");

@@ -5,7 +5,7 @@
 //! characters), and free text can only be printed through the `comment`
 //! filter. A template cannot forget to escape.
 
-use minijinja::value::Value;
+use minijinja::value::{Serde, Value};
 use minijinja::{Environment, Error, ErrorKind, UndefinedBehavior};
 
 use super::plan::ModulePlan;
@@ -50,16 +50,18 @@ fn environment() -> Environment<'static> {
 }
 
 /// The module's CIL text. Deterministic: the same plan gives the same bytes.
-pub fn render_module(plan: &ModulePlan) -> Result<String, Error> {
-    render_template("module.cil", plan)
+pub(crate) fn render_module(plan: &ModulePlan) -> Result<String, Error> {
+    let context = minijinja::context! {
+        levels => Serde(super::access::standalone_levels()),
+        ..Serde(plan)
+    };
+    render_template("module.cil", &context)
 }
 
 /// Renders one of the templates with `value`, ending in a newline.
 pub(super) fn render_template<T: serde::Serialize>(name: &str, value: &T) -> Result<String, Error> {
     let env = environment();
-    let mut text = env
-        .get_template(name)?
-        .render(minijinja::value::Serde(value))?;
+    let mut text = env.get_template(name)?.render(Serde(value))?;
     if !text.ends_with('\n') {
         text.push('\n');
     }

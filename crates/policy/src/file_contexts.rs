@@ -9,42 +9,52 @@
 
 use std::cmp::Ordering;
 
-/// One `filecon`: a regex, an optional file type and a context (`None` is
-/// `<<none>>`).
+use selabel::FileKind;
+
+/// One `filecon`: a regex, the kind of file it is for and a context
+/// (`None` is `<<none>>`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FileCon {
     pub regex: String,
-    pub file_type: FileConType,
+    pub file_type: FileKind,
     pub context: Option<String>,
 }
 
-/// CIL file types, in libsepol's enum order (which the sort uses).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum FileConType {
-    File,
-    Dir,
-    Char,
-    Block,
-    Socket,
-    Pipe,
-    Symlink,
-    Any,
+/// The file types of a CIL `filecon`, in libsepol's enum order (secilc
+/// sorts specs of equal length by it), each with the kind it selects.
+const CIL_FILE_TYPES: [(&str, FileKind); 8] = [
+    ("file", FileKind::File),
+    ("dir", FileKind::Dir),
+    ("char", FileKind::CharDev),
+    ("block", FileKind::BlockDev),
+    ("socket", FileKind::Socket),
+    ("pipe", FileKind::Fifo),
+    ("symlink", FileKind::Symlink),
+    ("any", FileKind::Any),
+];
+
+/// Where `kind` stands in libsepol's order of file types.
+fn libsepol_rank(kind: FileKind) -> usize {
+    CIL_FILE_TYPES
+        .iter()
+        .position(|&(_, k)| k == kind)
+        .unwrap_or(CIL_FILE_TYPES.len())
 }
 
-impl FileConType {
-    /// The type field secilc writes (`any` writes none).
-    fn field(self) -> Option<&'static str> {
-        match self {
-            FileConType::File => Some("--"),
-            FileConType::Dir => Some("-d"),
-            FileConType::Char => Some("-c"),
-            FileConType::Block => Some("-b"),
-            FileConType::Socket => Some("-s"),
-            FileConType::Pipe => Some("-p"),
-            FileConType::Symlink => Some("-l"),
-            FileConType::Any => None,
-        }
-    }
+/// The CIL keyword of a file kind (`dir`, `any`, …).
+pub fn cil_keyword(kind: FileKind) -> &'static str {
+    CIL_FILE_TYPES
+        .iter()
+        .find(|&&(_, k)| k == kind)
+        .map_or("any", |&(word, _)| word)
+}
+
+/// The file kind a CIL keyword names.
+pub fn from_cil_keyword(word: &str) -> Option<FileKind> {
+    CIL_FILE_TYPES
+        .iter()
+        .find(|&&(w, _)| w == word)
+        .map(|&(_, kind)| kind)
 }
 
 struct SortKey {
@@ -92,7 +102,7 @@ pub fn compare(a: &FileCon, b: &FileCon) -> Ordering {
         .cmp(&ka.meta)
         .then(ka.stem_len.cmp(&kb.stem_len))
         .then(ka.str_len.cmp(&kb.str_len))
-        .then(a.file_type.cmp(&b.file_type))
+        .then(libsepol_rank(a.file_type).cmp(&libsepol_rank(b.file_type)))
         .then(a.regex.as_bytes().cmp(b.regex.as_bytes()))
 }
 
@@ -138,7 +148,7 @@ pub fn render(mut specs: Vec<FileCon>) -> String {
     for spec in &specs {
         out.push_str(&spec.regex);
         out.push('\t');
-        if let Some(field) = spec.file_type.field() {
+        if let Some(field) = spec.file_type.type_field() {
             out.push_str(field);
             out.push('\t');
         }
@@ -155,7 +165,7 @@ mod tests {
     fn spec(regex: &str) -> FileCon {
         FileCon {
             regex: regex.into(),
-            file_type: FileConType::Any,
+            file_type: FileKind::Any,
             context: Some("c".into()),
         }
     }
@@ -182,6 +192,16 @@ mod tests {
             &spec("/a(/.*)?"),
             &spec("/ab(/.*)?")
         ));
+    }
+
+    #[test]
+    fn cil_keywords_cover_every_kind_once() {
+        for kind in FileKind::ALL {
+            assert_eq!(from_cil_keyword(cil_keyword(kind)), Some(kind));
+        }
+        assert_eq!(libsepol_rank(FileKind::File), 0);
+        assert_eq!(libsepol_rank(FileKind::Any), 7);
+        assert_eq!(from_cil_keyword("fifo"), None);
     }
 
     #[test]

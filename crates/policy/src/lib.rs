@@ -7,6 +7,7 @@
 //! install root); files appear atomically (written aside, then renamed), so an
 //! interrupted build never leaves a half-written policy behind.
 
+mod access;
 pub mod base;
 pub mod build_json;
 mod cil;
@@ -21,9 +22,10 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use file_contexts::{FileCon, FileConType};
+use file_contexts::FileCon;
 use layout::manifest::{BaseFacts, Parsed};
 use layout::model::Layout;
+use selabel::FileKind;
 
 /// The generated texts of one layout, before secilc.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,7 +75,7 @@ pub fn file_contexts_text(layout: &Layout) -> String {
     let mut specs = base_filecons();
     specs.extend(layout.paths.iter().map(|rule| FileCon {
         regex: plan::subtree_regex(&rule.path),
-        file_type: FileConType::Any,
+        file_type: FileKind::Any,
         context: Some(rule.context()),
     }));
     file_contexts::render(specs)
@@ -324,16 +326,7 @@ fn parse_filecon(line: &str) -> Option<FileCon> {
     let rest = line.strip_prefix("(filecon \"")?;
     let (regex, rest) = rest.split_once('"')?;
     let mut words = rest.trim_start().splitn(2, ' ');
-    let file_type = match words.next()? {
-        "file" => FileConType::File,
-        "dir" => FileConType::Dir,
-        "char" => FileConType::Char,
-        "block" => FileConType::Block,
-        "socket" => FileConType::Socket,
-        "pipe" => FileConType::Pipe,
-        "symlink" => FileConType::Symlink,
-        _ => FileConType::Any,
-    };
+    let file_type = file_contexts::from_cil_keyword(words.next()?).unwrap_or(FileKind::Any);
     let context: String = words
         .next()?
         .chars()

@@ -111,12 +111,12 @@ pub struct NameConflict {
 }
 
 /// Classpermission names for each access level, `semanifest_<level>`, as
-/// defined in the template.
+/// the module defines them.
 fn level_permissions(access: Access) -> Vec<String> {
     access
-        .names()
+        .levels()
         .into_iter()
-        .map(|level| format!("semanifest_{level}"))
+        .map(crate::access::standalone_name)
         .collect()
 }
 

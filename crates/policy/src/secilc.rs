@@ -56,7 +56,7 @@ pub struct Invocation<'a> {
     pub flags: Flags,
 }
 
-/// How secilc builds the binary. [`Flags::STANDALONE`] is the standalone
+/// How secilc builds the binary. `Flags::standalone` is the standalone
 /// target's; a policy store sets these from its `semanage.conf` and flag
 /// files, as libsemanage does when it compiles the store.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -79,7 +79,7 @@ pub struct Flags {
 
 impl Flags {
     /// MLS on, policy version 33 (what Linux ≥ 5.x reads).
-    pub fn standalone() -> Self {
+    pub(crate) fn standalone() -> Self {
         Flags {
             mls: Some(true),
             policy_version: Some(33),
@@ -141,7 +141,7 @@ pub fn run(invocation: &Invocation<'_>) -> Result<SecilcOutput, SecilcError> {
 
 /// One neverallow secilc reported as violated.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BrokenNeverallow {
+pub(crate) struct BrokenNeverallow {
     /// The protected type (`etcd_var_t` of `(neverallow etcd_var_t_denied etcd_var_t …)`).
     pub type_name: String,
     /// The offending rules as `FILE:LINE: (allow …)`.
@@ -150,7 +150,7 @@ pub struct BrokenNeverallow {
 
 /// The protected types whose generated neverallow secilc reported as
 /// violated, with the rules that broke them.
-pub fn violated_protections(output: &str) -> Vec<BrokenNeverallow> {
+pub(crate) fn violated_protections(output: &str) -> Vec<BrokenNeverallow> {
     violated_neverallows(output)
         .into_iter()
         .filter(|broken| broken.subject.strip_suffix("_denied") == Some(broken.target.as_str()))

@@ -13,8 +13,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
+use super::access::{ClassPerms, Level, LEVELS};
 use super::plan;
-use layout::model::{Access, Layout};
+use layout::model::Layout;
 
 /// What the store offers the module; every name here is the store's.
 #[derive(Debug, Clone, Default)]
@@ -64,43 +65,6 @@ pub struct FileconLine {
     pub comment: String,
 }
 
-/// The access levels, per class, as the standalone target's template
-/// defines them (a test keeps the two equal). Permissions a store's class
-/// lacks are dropped.
-pub const LEVELS: &[(&str, &[(&str, &str)])] = &[
-    ("search", &[("dir", "getattr search open"), ("lnk_file", "getattr read")]),
-    (
-        "read",
-        &[
-            ("dir", "getattr search open read ioctl lock watch"),
-            ("file", "getattr open read ioctl lock map watch"),
-            ("lnk_file", "getattr read"),
-            ("fifo_file", "getattr open read ioctl lock"),
-            ("sock_file", "getattr"),
-        ],
-    ),
-    (
-        "append",
-        &[("dir", "getattr search open"), ("file", "getattr open append ioctl lock"), ("lnk_file", "getattr read")],
-    ),
-    (
-        "write",
-        &[
-            ("dir", "getattr search open read write add_name remove_name create rmdir setattr rename reparent ioctl lock watch mounton"),
-            ("file", "getattr open read write append create unlink link rename setattr ioctl lock map watch"),
-            ("lnk_file", "getattr read create unlink link rename setattr"),
-            ("fifo_file", "getattr open read write append create unlink link rename setattr ioctl lock"),
-            ("sock_file", "getattr open read write append create unlink link rename setattr"),
-        ],
-    ),
-    ("exec", &[("dir", "getattr search"), ("file", "getattr open read map execute execute_no_trans ioctl")]),
-];
-
-/// What a protected type is held to: every permission on every file class,
-/// except traversing directories (`getattr open search`), which distribution
-/// policies grant container domains on every file type by design.
-pub const PROTECTED_EXCEPT_DIR: &str = "getattr open search";
-
 #[derive(Debug, Serialize)]
 struct Plan {
     module: String,
@@ -117,18 +81,6 @@ struct Plan {
     workload_members: Vec<String>,
     paths: Vec<PathBlock>,
     traversals: Vec<Block>,
-}
-
-#[derive(Debug, Serialize)]
-struct Level {
-    name: String,
-    sets: Vec<ClassPerms>,
-}
-
-#[derive(Debug, Serialize)]
-struct ClassPerms {
-    class: String,
-    perms: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -410,57 +362,5 @@ fn build_plan(layout: &Layout, source: &str, target: &StoreTarget) -> Plan {
         store: target.store.clone(),
         profile: target.profile.clone(),
         module,
-    }
-}
-
-/// The access a level name stands for, for reports.
-pub fn level_access(level: &str) -> Option<Access> {
-    let mut access = Access::default();
-    match level {
-        "search" => access.search = true,
-        "read" => access.read = true,
-        "append" => access.append = true,
-        "write" => access.write = true,
-        "exec" => access.exec = true,
-        _ => return None,
-    }
-    Some(access.normalised())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The access levels here and in the standalone template are the same
-    /// permission lists, class by class.
-    #[test]
-    fn levels_match_the_standalone_template() {
-        let template = include_str!("../../../templates/module.cil.j2");
-        let mut from_template: Vec<(String, String, String)> = Vec::new();
-        for line in template.lines() {
-            let Some(rest) = line.strip_prefix("(classpermissionset semanifest_") else {
-                continue;
-            };
-            let (level, rest) = rest.split_once(" (").unwrap();
-            let (class, rest) = rest.split_once(" (").unwrap();
-            from_template.push((
-                level.to_owned(),
-                class.to_owned(),
-                rest.trim_end_matches(')').to_owned(),
-            ));
-        }
-        let ours: Vec<(String, String, String)> = LEVELS
-            .iter()
-            .flat_map(|(level, sets)| {
-                sets.iter().map(move |(class, perms)| {
-                    (
-                        (*level).to_owned(),
-                        (*class).to_owned(),
-                        (*perms).to_owned(),
-                    )
-                })
-            })
-            .collect();
-        assert_eq!(ours, from_template);
     }
 }

@@ -124,7 +124,7 @@ mod tests {
 
     #[test]
     fn full_scope_compares_whole_contexts() {
-        let cases: &[(Option<&[u8]>, Decision)] = &[
+        let cases: &[(Option<&[u8]>, Decision<'_>)] = &[
             (None, Decision::Write(Cow::Borrowed(VAR))),
             (Some(VAR.as_bytes()), Decision::Keep),
             (
@@ -144,7 +144,7 @@ mod tests {
 
     #[test]
     fn type_only_keeps_user_role_and_range() {
-        let cases: &[(Option<&[u8]>, Decision)] = &[
+        let cases: &[(Option<&[u8]>, Decision<'_>)] = &[
             (None, Decision::Write(Cow::Borrowed(VAR))),
             (
                 Some(b"unconfined_u:object_r:var_t:s0:c1,c2"),

@@ -86,7 +86,7 @@ use selabel::path_chain::PathChain;
 use selabel::FileKind;
 
 /// The xattr that holds an object's SELinux context.
-pub const XATTR_NAME: &str = "security.selinux";
+pub(crate) const XATTR_NAME: &str = "security.selinux";
 
 /// Where expected labels come from. Implemented by
 /// [`selabel::FileContexts`]; `None` means "no label" (no matching
@@ -163,11 +163,11 @@ impl LabelLookup for selabel::FileContexts {
 /// ([`Digests::Skip`]). A `trusted.*` name: only a process with
 /// `CAP_SYS_ADMIN` can read or write it, so an unprivileged owner of a
 /// directory cannot forge one to hide a wrong label below it.
-pub const DIGEST_XATTR: &str = "trusted.semanifest.digest";
+pub(crate) const DIGEST_XATTR: &str = "trusted.semanifest.digest";
 
 /// Part of every digest: a change to what a digest covers or to the walk
 /// bumps it, so digests written by an older version are never trusted.
-pub const DIGEST_VERSION: u32 = 1;
+pub(crate) const DIGEST_VERSION: u32 = 1;
 
 /// What the walk does with per-directory subtree digests.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -331,7 +331,7 @@ pub struct ObjectPath<'a> {
 
 impl<'a> ObjectPath<'a> {
     /// The directory itself.
-    pub fn directory(directory: &'a PathChain) -> Self {
+    pub(crate) fn directory(directory: &'a PathChain) -> Self {
         Self {
             directory,
             name: None,
@@ -339,7 +339,7 @@ impl<'a> ObjectPath<'a> {
     }
 
     /// Entry `name` of `directory`.
-    pub fn entry(directory: &'a PathChain, name: &'a [u8]) -> Self {
+    pub(crate) fn entry(directory: &'a PathChain, name: &'a [u8]) -> Self {
         Self {
             directory,
             name: Some(name),
@@ -347,7 +347,7 @@ impl<'a> ObjectPath<'a> {
     }
 
     /// The path on disk (including any alternate root).
-    pub fn to_bytes(&self) -> Vec<u8> {
+    pub(crate) fn to_bytes(self) -> Vec<u8> {
         let mut path = self.directory.to_vec();
         if let Some(name) = self.name {
             if !self.directory.is_root() {
@@ -438,13 +438,6 @@ impl Clone for ObjectError {
             operation: self.operation,
             source,
         }
-    }
-}
-
-impl ObjectError {
-    /// True when the filesystem cannot store SELinux labels at all.
-    pub fn is_unsupported_filesystem(&self) -> bool {
-        is_unsupported(&self.source)
     }
 }
 

@@ -808,15 +808,6 @@ struct Entered<'a, L: LabelLookup + ?Sized + 'a> {
 }
 
 fn file_kind(file_type: FileType) -> FileKind {
-    match file_type {
-        FileType::Directory => FileKind::Dir,
-        FileType::RegularFile => FileKind::File,
-        FileType::Symlink => FileKind::Symlink,
-        FileType::CharacterDevice => FileKind::CharDev,
-        FileType::BlockDevice => FileKind::BlockDev,
-        FileType::Fifo => FileKind::Fifo,
-        FileType::Socket => FileKind::Socket,
-        // fstat always reports a type; `Any` matches every spec.
-        FileType::Unknown => FileKind::Any,
-    }
+    // fstat always reports a type; `Any` (for `Unknown`) matches every spec.
+    FileKind::from_mode(file_type.as_raw_mode()).unwrap_or(FileKind::Any)
 }

@@ -4,6 +4,9 @@
 //! where KIND is `any` (the default), `file`, `dir`, `lnk`, `chr`, `blk`,
 //! `fifo` or `sock`. Exit 1 when the path gets no label.
 
+// An example prints its results.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 

@@ -30,7 +30,7 @@ const MAX_REPEAT: u32 = 1000;
 
 /// Why a spec's regex cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DialectError {
+pub(crate) struct DialectError {
     pub problem: String,
 }
 
@@ -194,7 +194,7 @@ impl RegexNode {
 
 /// A spec's regex, checked and ready for the matcher.
 #[derive(Debug)]
-pub struct Translation {
+pub(crate) struct Translation {
     tree: RegexNode,
     /// Bytes every matching key starts with (empty when the pattern has a
     /// top-level `|`, or starts with a non-literal).
@@ -210,7 +210,7 @@ impl Translation {
     /// `skip` of the key (bytes before it stay visible to `\A` and `\b`).
     /// With `skip == 0`: a pattern accepting exactly what PCRE2 accepts for
     /// `^SPEC$`, to be run unanchored.
-    pub fn pattern_after_prefix(&self, skip: usize) -> String {
+    pub(crate) fn pattern_after_prefix(&self, skip: usize) -> String {
         let mut out = String::new();
         let result = match &self.tree {
             RegexNode::Concat(items) if skip > 0 && skip <= self.required_prefix.len() => {
@@ -228,7 +228,7 @@ impl Translation {
 
 /// Translates one file_contexts spec (the path-regex field, as written) into a
 /// Rust pattern equivalent to libselinux's `^SPEC$` under PCRE2.
-pub fn translate(spec: &[u8]) -> Result<Translation> {
+pub(crate) fn translate(spec: &[u8]) -> Result<Translation> {
     let mut anchored = Vec::with_capacity(spec.len() + 2);
     anchored.push(b'^');
     anchored.extend_from_slice(spec);

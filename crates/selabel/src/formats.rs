@@ -6,7 +6,7 @@
 //! with the exact-versus-regex flag and the stem libselinux would attach. They
 //! never touch the filesystem and never compile regexes.
 
-use super::{LoadError, SpecLine, SpecProblem};
+use super::{FileKind, LoadError, SpecLine, SpecProblem};
 
 /// One spec as libselinux stores it before sorting.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,27 +56,6 @@ pub(crate) fn stem_of_spec(regex: &[u8]) -> Option<Vec<u8>> {
     (!stem.iter().any(|byte| META.contains(byte))).then(|| stem.to_vec())
 }
 
-/// `string_to_mode`.
-fn mode_of_type_field(field: &[u8]) -> Option<u32> {
-    const S_IFBLK: u32 = 0o060000;
-    const S_IFCHR: u32 = 0o020000;
-    const S_IFDIR: u32 = 0o040000;
-    const S_IFIFO: u32 = 0o010000;
-    const S_IFLNK: u32 = 0o120000;
-    const S_IFSOCK: u32 = 0o140000;
-    const S_IFREG: u32 = 0o100000;
-    match field {
-        b"-b" => Some(S_IFBLK),
-        b"-c" => Some(S_IFCHR),
-        b"-d" => Some(S_IFDIR),
-        b"-p" => Some(S_IFIFO),
-        b"-l" => Some(S_IFLNK),
-        b"-s" => Some(S_IFSOCK),
-        b"--" => Some(S_IFREG),
-        _ => None,
-    }
-}
-
 /// Parses a text file_contexts. `file` names it in errors.
 pub(crate) fn parse_text(file: &str, text: &[u8]) -> Result<Vec<ParsedSpec>, LoadError> {
     let mut specs = Vec::new();
@@ -117,11 +96,13 @@ pub(crate) fn parse_text(file: &str, text: &[u8]) -> Result<Vec<ParsedSpec>, Loa
         };
         let mode = match type_field {
             None => 0,
-            Some(field) => mode_of_type_field(field).ok_or_else(|| {
-                error(SpecProblem::InvalidFileType(
-                    String::from_utf8_lossy(field).into_owned(),
-                ))
-            })?,
+            Some(field) => FileKind::from_type_field(field)
+                .map(FileKind::selabel_mode)
+                .ok_or_else(|| {
+                    error(SpecProblem::InvalidFileType(
+                        String::from_utf8_lossy(field).into_owned(),
+                    ))
+                })?,
         };
         specs.push(ParsedSpec {
             regex: regex.to_vec(),

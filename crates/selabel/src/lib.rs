@@ -54,6 +54,7 @@
 mod dialect;
 mod directory;
 mod formats;
+mod kind;
 mod matcher;
 pub mod path_chain;
 mod spec_dfa;
@@ -67,67 +68,8 @@ use sha2::{Digest as _, Sha256};
 
 pub use directory::{entry_key, Directory};
 use formats::ParsedSpec;
+pub use kind::FileKind;
 use matcher::{Matcher, PreparedSpec};
-
-/// The file type a lookup is for, as `selabel_lookup`'s `mode` argument.
-/// `Any` is mode 0: every spec matches regardless of its type field.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum FileKind {
-    Any,
-    Dir,
-    File,
-    Symlink,
-    CharDev,
-    BlockDev,
-    Fifo,
-    Socket,
-}
-
-const S_IFMT: u32 = 0o170000;
-
-impl FileKind {
-    /// Every kind, `Any` first: handy for exhaustive tests.
-    pub const ALL: [FileKind; 8] = [
-        FileKind::Any,
-        FileKind::Dir,
-        FileKind::File,
-        FileKind::Symlink,
-        FileKind::CharDev,
-        FileKind::BlockDev,
-        FileKind::Fifo,
-        FileKind::Socket,
-    ];
-
-    /// The kind of an `st_mode` (only the `S_IFMT` bits are looked at); 0 is
-    /// [`FileKind::Any`]. `None` for type bits no file can have.
-    pub fn from_mode(mode: u32) -> Option<FileKind> {
-        Some(match mode & S_IFMT {
-            0 => FileKind::Any,
-            0o040000 => FileKind::Dir,
-            0o100000 => FileKind::File,
-            0o120000 => FileKind::Symlink,
-            0o020000 => FileKind::CharDev,
-            0o060000 => FileKind::BlockDev,
-            0o010000 => FileKind::Fifo,
-            0o140000 => FileKind::Socket,
-            _ => return None,
-        })
-    }
-
-    /// The `mode` to pass to `selabel_lookup` for this kind.
-    pub fn selabel_mode(self) -> u32 {
-        match self {
-            FileKind::Any => 0,
-            FileKind::Dir => 0o040000,
-            FileKind::File => 0o100000,
-            FileKind::Symlink => 0o120000,
-            FileKind::CharDev => 0o020000,
-            FileKind::BlockDev => 0o060000,
-            FileKind::Fifo => 0o010000,
-            FileKind::Socket => 0o140000,
-        }
-    }
-}
 
 /// Where in a source a spec came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -542,14 +484,6 @@ mod tests {
         let contexts = fc("/var/a|/opt/x t\n");
         assert_eq!(contexts.lookup(b"/var/a/z", FileKind::Any), Some("t"));
         assert_eq!(contexts.lookup(b"/opt/x", FileKind::Any), None);
-    }
-
-    #[test]
-    fn file_kind_modes_round_trip() {
-        for kind in FileKind::ALL {
-            assert_eq!(FileKind::from_mode(kind.selabel_mode() | 0o644), Some(kind));
-        }
-        assert_eq!(FileKind::from_mode(0o030000), None);
     }
 
     #[test]

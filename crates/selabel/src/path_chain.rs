@@ -38,22 +38,13 @@ impl PathChain {
     }
 
     /// Length of the joined path in bytes.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.0.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.len == 0
     }
 
     /// Whether the path is `/`.
     pub fn is_root(&self) -> bool {
         self.0.parent.is_none() && &*self.0.bytes == b"/"
-    }
-
-    /// The last name (the whole path for a start).
-    pub fn name(&self) -> &[u8] {
-        &self.0.bytes
     }
 
     /// The joined path.
@@ -64,7 +55,7 @@ impl PathChain {
     }
 
     /// Appends the joined path to `out`.
-    pub fn write_to(&self, out: &mut Vec<u8>) {
+    pub(crate) fn write_to(&self, out: &mut Vec<u8>) {
         let mut links = Vec::new();
         let mut link = Some(self);
         while let Some(chain) = link {
@@ -113,7 +104,6 @@ mod tests {
         let lib = root.child(b"var").child(b"lib");
         assert_eq!(lib.to_vec(), b"/var/lib");
         assert_eq!(lib.len(), b"/var/lib".len());
-        assert_eq!(lib.name(), b"lib");
         let image = PathChain::new(b"/mnt/image").child(b"var");
         assert_eq!(image.to_vec(), b"/mnt/image/var");
         assert_eq!(PathChain::new(b"rel").child(b"x").to_vec(), b"rel/x");

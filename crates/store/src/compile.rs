@@ -21,7 +21,7 @@ pub struct Input {
 
 /// Where each active module of `store` can be read as a CIL file: the
 /// extracted files themselves, or decompressed copies in `dir`.
-pub fn module_inputs(store: &Store, dir: &Path) -> Result<Vec<Input>, StoreError> {
+pub(crate) fn module_inputs(store: &Store, dir: &Path) -> Result<Vec<Input>, StoreError> {
     if let Form::ExtractedCil { .. } = store.form {
         return Ok(store
             .modules
@@ -49,7 +49,7 @@ pub fn module_inputs(store: &Store, dir: &Path) -> Result<Vec<Input>, StoreError
 }
 
 /// The secilc flags libsemanage would use for this store.
-pub fn flags(settings: &Settings) -> Flags {
+pub(crate) fn flags(settings: &Settings) -> Flags {
     Flags {
         mls: None,
         policy_version: settings.policy_version,
@@ -73,13 +73,13 @@ pub struct Compiled {
 
 /// secilc refused the modules; `output` is what it said.
 #[derive(Debug, Clone)]
-pub struct Refused {
+pub(crate) struct Refused {
     pub output: String,
 }
 
 /// Compiles `inputs` (sorted here by name, as libsemanage does) into
 /// `out_dir/policy.33` and `out_dir/file_contexts`.
-pub fn compile(
+pub(crate) fn compile(
     secilc_path: &Path,
     settings: &Settings,
     inputs: &[Input],
@@ -118,7 +118,7 @@ pub fn compile(
 /// libsemanage's `semanage_split_fc`: a line that starts with `HOME_DIR` or
 /// `HOME_ROOT`, or contains `ROLE` or `USER` anywhere, is a template line
 /// for `genhomedircon`; every other line is `file_contexts`.
-pub fn split_file_contexts(text: &[u8]) -> (Vec<u8>, Vec<u8>) {
+pub(crate) fn split_file_contexts(text: &[u8]) -> (Vec<u8>, Vec<u8>) {
     let mut main = Vec::with_capacity(text.len());
     let mut template = Vec::new();
     for line in text.split_inclusive(|&b| b == b'\n') {
@@ -137,7 +137,7 @@ pub fn split_file_contexts(text: &[u8]) -> (Vec<u8>, Vec<u8>) {
 }
 
 /// Whether two files hold the same bytes.
-pub fn same_bytes(a: &Path, b: &Path) -> Result<bool, StoreError> {
+pub(crate) fn same_bytes(a: &Path, b: &Path) -> Result<bool, StoreError> {
     let left = fs::read(a).map_err(|error| StoreError::io(a, error))?;
     let right = fs::read(b).map_err(|error| StoreError::io(b, error))?;
     Ok(left == right)

@@ -12,10 +12,10 @@ use policy::setools::{self, allow_pairs, SetoolsError};
 
 /// The module libsemanage treats as the base: names it declares are always
 /// there, so references to them need no `optional` block.
-pub const BASE_MODULE: &str = "base";
+pub(crate) const BASE_MODULE: &str = "base";
 
 /// The file classes a protection and the reach report speak of.
-pub const FILE_CLASSES: [&str; 7] = [
+pub(crate) const FILE_CLASSES: [&str; 7] = [
     "dir",
     "file",
     "lnk_file",
@@ -48,7 +48,7 @@ pub struct Facts {
 impl Facts {
     /// Reads `policy` (the store compiled without our module) and scans the
     /// store's modules.
-    pub fn read(store: &Store, policy: &Path) -> Result<Facts, StoreError> {
+    pub(crate) fn read(store: &Store, policy: &Path) -> Result<Facts, StoreError> {
         let mut facts = Facts::default();
         // Two independent readers of the same file: run them side by side.
         let (names, transitions) = std::thread::scope(|scope| {
@@ -96,7 +96,7 @@ impl Facts {
     }
 
     /// Reads `seinfo -x` output (types, attributes, classes, commons).
-    pub fn parse_attributes(&mut self, text: &str) {
+    pub(crate) fn parse_attributes(&mut self, text: &str) {
         self.parse_seinfo(text);
     }
 
@@ -210,27 +210,27 @@ impl Facts {
     }
 
     /// The type `name` denotes (itself, or the type an alias names).
-    pub fn resolve<'a>(&'a self, name: &'a str) -> Option<&'a str> {
+    pub(crate) fn resolve<'a>(&'a self, name: &'a str) -> Option<&'a str> {
         if self.types.contains_key(name) {
             return Some(name);
         }
         self.aliases.get(name).map(String::as_str)
     }
 
-    pub fn has_attribute(&self, name: &str) -> bool {
+    pub(crate) fn has_attribute(&self, name: &str) -> bool {
         self.attributes.contains_key(name)
     }
 
     /// Whether the store declares attribute `name`: secilc drops an
     /// attribute no rule uses from the binary, so the modules' CIL counts too.
-    pub fn declares_attribute(&self, name: &str) -> bool {
+    pub(crate) fn declares_attribute(&self, name: &str) -> bool {
         self.attributes.contains_key(name)
             || (self.providers.contains_key(name) && !self.types.contains_key(name))
     }
 
     /// Whether `name` is a type holding `attribute`; when the binary lost
     /// the attribute (no rule uses it), any type of that name counts.
-    pub fn is_member(&self, name: &str, attribute: &str) -> bool {
+    pub(crate) fn is_member(&self, name: &str, attribute: &str) -> bool {
         let Some(name) = self.resolve(name) else {
             return false;
         };
@@ -238,14 +238,14 @@ impl Facts {
     }
 
     /// Whether type `name` holds `attribute`.
-    pub fn holds(&self, name: &str, attribute: &str) -> bool {
+    pub(crate) fn holds(&self, name: &str, attribute: &str) -> bool {
         self.types
             .get(name)
             .is_some_and(|held| held.contains(attribute))
     }
 
     /// The members of an attribute, or the type itself.
-    pub fn expand(&self, name: &str) -> BTreeSet<String> {
+    pub(crate) fn expand(&self, name: &str) -> BTreeSet<String> {
         match self.attributes.get(name) {
             Some(members) => members.clone(),
             None => BTreeSet::from([self.resolve(name).unwrap_or(name).to_owned()]),
@@ -253,7 +253,7 @@ impl Facts {
     }
 
     /// The module declaring `name`, unless it is the base (always present).
-    pub fn optional_provider(&self, name: &str) -> Option<&str> {
+    pub(crate) fn optional_provider(&self, name: &str) -> Option<&str> {
         let name = self.resolve(name).unwrap_or(name);
         self.providers
             .get(name)
@@ -263,7 +263,10 @@ impl Facts {
 
     /// Every type reachable from `starts` by process transitions, the
     /// starts included.
-    pub fn transition_closure(&self, starts: impl IntoIterator<Item = String>) -> BTreeSet<String> {
+    pub(crate) fn transition_closure(
+        &self,
+        starts: impl IntoIterator<Item = String>,
+    ) -> BTreeSet<String> {
         let mut seen: BTreeSet<String> = BTreeSet::new();
         let mut stack: Vec<String> = starts.into_iter().collect();
         while let Some(current) = stack.pop() {

@@ -38,19 +38,19 @@ use serde::Serialize;
 
 use super::StoreError;
 use layout::model::{is_within, Layout};
-use policy::file_contexts::{self, FileCon, FileConType};
+use policy::file_contexts::{self, FileCon};
 use policy::plan::{escape_regex, subtree_regex};
 use selabel::{FileContexts, FileKind};
 
 /// Entry names below each path that the proof looks up: unlike any name a
 /// distribution's policy singles out.
-pub const PROBE_NAME: &str = "semanifest-probe";
+pub(crate) const PROBE_NAME: &str = "semanifest-probe";
 
 /// One spec of the store's own `file_contexts`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoreSpec {
     pub regex: String,
-    pub file_type: FileConType,
+    pub file_type: FileKind,
     /// `None` for `<<none>>`.
     pub context: Option<String>,
     /// 1-based line in the store's `file_contexts`.
@@ -58,7 +58,7 @@ pub struct StoreSpec {
 }
 
 /// Reads `REGEX [TYPE] CONTEXT` lines (as secilc writes them).
-pub fn parse_specs(text: &str) -> Vec<StoreSpec> {
+pub(crate) fn parse_specs(text: &str) -> Vec<StoreSpec> {
     let mut specs = Vec::new();
     for (index, line) in text.lines().enumerate() {
         let trimmed = line.trim();
@@ -67,8 +67,8 @@ pub fn parse_specs(text: &str) -> Vec<StoreSpec> {
         }
         let fields: Vec<&str> = trimmed.split_whitespace().collect();
         let (regex, file_type, context) = match fields.as_slice() {
-            [regex, context] => (*regex, FileConType::Any, *context),
-            [regex, field, context, ..] => match file_type_of(field) {
+            [regex, context] => (*regex, FileKind::Any, *context),
+            [regex, field, context, ..] => match FileKind::from_type_field(field.as_bytes()) {
                 Some(file_type) => (*regex, file_type, *context),
                 None => continue,
             },
@@ -84,45 +84,13 @@ pub fn parse_specs(text: &str) -> Vec<StoreSpec> {
     specs
 }
 
-fn file_type_of(field: &str) -> Option<FileConType> {
-    Some(match field {
-        "--" => FileConType::File,
-        "-d" => FileConType::Dir,
-        "-c" => FileConType::Char,
-        "-b" => FileConType::Block,
-        "-s" => FileConType::Socket,
-        "-p" => FileConType::Pipe,
-        "-l" => FileConType::Symlink,
-        _ => return None,
-    })
-}
-
-/// The CIL keyword of a file type.
-pub fn cil_file_type(file_type: FileConType) -> &'static str {
+/// The lookup modes a spec of `file_type` answers: mode 0 and its own, or
+/// every mode for an untyped spec.
+fn kinds_of(file_type: FileKind) -> Vec<FileKind> {
     match file_type {
-        FileConType::File => "file",
-        FileConType::Dir => "dir",
-        FileConType::Char => "char",
-        FileConType::Block => "block",
-        FileConType::Socket => "socket",
-        FileConType::Pipe => "pipe",
-        FileConType::Symlink => "symlink",
-        FileConType::Any => "any",
+        FileKind::Any => FileKind::ALL.to_vec(),
+        kind => vec![FileKind::Any, kind],
     }
-}
-
-fn kinds_of(file_type: FileConType) -> Vec<FileKind> {
-    let kind = match file_type {
-        FileConType::Any => return FileKind::ALL.to_vec(),
-        FileConType::File => FileKind::File,
-        FileConType::Dir => FileKind::Dir,
-        FileConType::Char => FileKind::CharDev,
-        FileConType::Block => FileKind::BlockDev,
-        FileConType::Socket => FileKind::Socket,
-        FileConType::Pipe => FileKind::Fifo,
-        FileConType::Symlink => FileKind::Symlink,
-    };
-    vec![FileKind::Any, kind]
 }
 
 /// The files beside `file_contexts` that libselinux also reads, as the
@@ -136,8 +104,6 @@ pub struct Siblings {
 }
 
 impl Siblings {
-    pub const SUFFIXES: [&'static str; 4] = [".homedirs", ".local", ".subs", ".subs_dist"];
-
     fn each(&self) -> [(&'static str, Option<&PathBuf>); 4] {
         [
             (".homedirs", self.homedirs.as_ref()),
@@ -157,7 +123,7 @@ impl Siblings {
     }
 
     /// Copies the siblings next to `main` (`main.homedirs`, …).
-    pub fn copy_beside(&self, main: &Path) -> Result<Vec<PathBuf>, StoreError> {
+    pub(crate) fn copy_beside(&self, main: &Path) -> Result<Vec<PathBuf>, StoreError> {
         let mut written = Vec::new();
         for (suffix, source) in self.each() {
             let target = PathBuf::from(format!("{}{suffix}", main.display()));
@@ -227,15 +193,15 @@ pub enum Purpose {
 pub struct Line {
     pub regex: String,
     #[serde(serialize_with = "serialize_file_type")]
-    pub file_type: FileConType,
+    pub file_type: FileKind,
     pub purpose: Purpose,
 }
 
 fn serialize_file_type<S: serde::Serializer>(
-    file_type: &FileConType,
+    file_type: &FileKind,
     serializer: S,
 ) -> Result<S::Ok, S::Error> {
-    serializer.serialize_str(cil_file_type(*file_type))
+    serializer.serialize_str(file_contexts::cil_keyword(*file_type))
 }
 
 /// What the store said about one layout path, and what we did about it.
@@ -272,7 +238,7 @@ pub struct SpecRef {
 
 /// The lines chosen for one layout path.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct PathLines {
+pub(crate) struct PathLines {
     pub path: String,
     pub type_name: String,
     pub lines: Vec<Line>,
@@ -322,6 +288,21 @@ impl std::fmt::Display for Mismatch {
 }
 
 /// File contexts the module cannot win against.
+/// Why a store spec has no equivalent copy that sorts right after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum NoEquivalent {
+    #[error("a quantifier right after its literal stem")]
+    QuantifierAfterStem,
+    #[error("a top-level `|`")]
+    TopLevelAlternation,
+    #[error("no `/` past its first component to escape")]
+    NothingToEscape,
+    #[error("its escaped copy exists already")]
+    CopyExists,
+    #[error("the copy would not sort after it")]
+    SortsBefore,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum Unresolvable {
     #[error(
@@ -340,7 +321,7 @@ pub enum Unresolvable {
         path: String,
         regex: String,
         line: u32,
-        why: &'static str,
+        why: NoEquivalent,
     },
     #[error("the file contexts do not converge: {mismatch}")]
     NoProgress { mismatch: Box<Mismatch> },
@@ -358,14 +339,14 @@ pub enum FileconError {
 
 /// What the resolution decided for the whole layout.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct Resolution {
+pub(crate) struct Resolution {
     pub paths: Vec<PathLines>,
     pub probes: Vec<Probe>,
 }
 
 impl Resolution {
     /// Every line of the module with its path index, in layout order.
-    pub fn filecons(&self, layout: &Layout) -> Vec<FileCon> {
+    pub(crate) fn filecons(&self, layout: &Layout) -> Vec<FileCon> {
         self.paths
             .iter()
             .zip(&layout.paths)
@@ -381,7 +362,7 @@ impl Resolution {
 }
 
 /// The store's view: its specs and what names them.
-pub struct StoreContexts<'a> {
+pub(crate) struct StoreContexts<'a> {
     pub specs: &'a [StoreSpec],
     pub siblings: &'a Siblings,
     /// Regex → modules that wrote it.
@@ -393,7 +374,7 @@ impl StoreContexts<'_> {
         let spec = &self.specs[index];
         SpecRef {
             regex: spec.regex.clone(),
-            file_type: cil_file_type(spec.file_type),
+            file_type: file_contexts::cil_keyword(spec.file_type),
             context: spec
                 .context
                 .clone()
@@ -419,20 +400,7 @@ impl StoreContexts<'_> {
     fn find(&self, regex: &str, mode: u32) -> Option<usize> {
         self.specs
             .iter()
-            .position(|spec| spec.regex == regex && mode_of(spec.file_type) == mode)
-    }
-}
-
-fn mode_of(file_type: FileConType) -> u32 {
-    match file_type {
-        FileConType::Any => 0,
-        FileConType::File => 0o100000,
-        FileConType::Dir => 0o040000,
-        FileConType::Char => 0o020000,
-        FileConType::Block => 0o060000,
-        FileConType::Socket => 0o140000,
-        FileConType::Pipe => 0o010000,
-        FileConType::Symlink => 0o120000,
+            .position(|spec| spec.regex == regex && spec.file_type.selabel_mode() == mode)
     }
 }
 
@@ -458,7 +426,7 @@ struct PathState {
 
 /// Chooses the module's lines for every layout path against the store's
 /// specs, and proves them on the merged file in `work_dir`.
-pub fn resolve(
+pub(crate) fn resolve(
     layout: &Layout,
     store: &StoreContexts<'_>,
     work_dir: &Path,
@@ -489,7 +457,7 @@ pub fn resolve(
     for (index, rule) in layout.paths.iter().enumerate() {
         let plain = FileCon {
             regex: subtree_regex(&rule.path),
-            file_type: FileConType::Any,
+            file_type: FileKind::Any,
             context: None,
         };
         let context = rule.context();
@@ -736,7 +704,7 @@ fn below_regex(path: &str, groups: usize) -> String {
 fn below_line(path: &str, groups: usize) -> FileCon {
     FileCon {
         regex: below_regex(path, groups),
-        file_type: FileConType::Any,
+        file_type: FileKind::Any,
         context: None,
     }
 }
@@ -746,7 +714,7 @@ fn subtree_line(path: &str, form: PathForm) -> FileCon {
     match form {
         PathForm::Plain => FileCon {
             regex: subtree_regex(path),
-            file_type: FileConType::Any,
+            file_type: FileKind::Any,
             context: None,
         },
         PathForm::Split { groups } => below_line(path, groups),
@@ -770,15 +738,15 @@ fn override_line(
         let cut = raw_stem_len(&spec.regex);
         let rest = &spec.regex[cut..];
         if rest.starts_with(['?', '*', '+', '{']) {
-            return Err(no_equivalent("a quantifier right after its literal stem"));
+            return Err(no_equivalent(NoEquivalent::QuantifierAfterStem));
         }
         if has_top_level_alternation(rest) {
-            return Err(no_equivalent("a top-level `|`"));
+            return Err(no_equivalent(NoEquivalent::TopLevelAlternation));
         }
         format!("{}({rest})", &spec.regex[..cut])
     } else {
         let Some(cut) = escapable_slash(&spec.regex) else {
-            return Err(no_equivalent("no `/` past its first component to escape"));
+            return Err(no_equivalent(NoEquivalent::NothingToEscape));
         };
         format!("{}\\{}", &spec.regex[..cut], &spec.regex[cut..])
     };
@@ -786,7 +754,7 @@ fn override_line(
     while store.specs.iter().any(|other| other.regex == regex) {
         let cut = raw_stem_len(&regex);
         if cut == regex.len() {
-            return Err(no_equivalent("its escaped copy exists already"));
+            return Err(no_equivalent(NoEquivalent::CopyExists));
         }
         regex = format!("{}({})", &regex[..cut], &regex[cut..]);
     }
@@ -796,7 +764,7 @@ fn override_line(
         context: None,
     };
     if file_contexts::compare(&line, &store.as_filecon(index)) != Ordering::Greater {
-        return Err(no_equivalent("the copy would not sort after it"));
+        return Err(no_equivalent(NoEquivalent::SortsBefore));
     }
     Ok(Line {
         regex,
@@ -876,20 +844,20 @@ fn assemble(
         match state.form {
             PathForm::Plain => lines.push(Line {
                 regex: subtree_regex(&rule.path),
-                file_type: FileConType::Any,
+                file_type: FileKind::Any,
                 purpose: Purpose::Subtree,
             }),
             PathForm::Split { groups } => {
                 if let Some(exact) = &state.exact {
                     lines.push(Line {
                         regex: exact.clone(),
-                        file_type: FileConType::Any,
+                        file_type: FileKind::Any,
                         purpose: Purpose::Exact,
                     });
                 }
                 lines.push(Line {
                     regex: below_regex(&rule.path, groups),
-                    file_type: FileConType::Any,
+                    file_type: FileKind::Any,
                     purpose: Purpose::Below,
                 });
             }
@@ -995,7 +963,7 @@ fn load(work_dir: &Path, siblings: &Siblings, text: &str) -> Result<FileContexts
 }
 
 /// Looks up every probe for each of its kinds.
-pub fn prove(contexts: &FileContexts, probes: &[Probe]) -> Vec<Mismatch> {
+pub(crate) fn prove(contexts: &FileContexts, probes: &[Probe]) -> Vec<Mismatch> {
     let mut mismatches = Vec::new();
     for probe in probes {
         for &kind in &probe.kinds {
@@ -1018,7 +986,7 @@ pub fn prove(contexts: &FileContexts, probes: &[Probe]) -> Vec<Mismatch> {
 /// shape: literals as written, the first fitting printable byte of a class,
 /// each repetition at its minimum (or once). `None` when no candidate is
 /// confirmed by the lookup engine itself.
-pub fn witness(regex: &str, file_type: FileConType) -> Option<String> {
+pub(crate) fn witness(regex: &str, file_type: FileKind) -> Option<String> {
     let hir = regex_syntax::ParserBuilder::new()
         .unicode(false)
         .utf8(false)
@@ -1096,7 +1064,7 @@ fn generate(hir: &regex_syntax::hir::Hir, at_least_once: bool, out: &mut Vec<u8>
 }
 
 /// What the stock store gives `key` (as a directory), and which spec decides.
-pub fn stock_label(
+pub(crate) fn stock_label(
     contexts: &FileContexts,
     key: &str,
 ) -> (Option<String>, Option<selabel::SpecOrigin>) {
@@ -1114,7 +1082,7 @@ mod tests {
     fn spec(regex: &str, context: &str) -> StoreSpec {
         StoreSpec {
             regex: regex.into(),
-            file_type: FileConType::Any,
+            file_type: FileKind::Any,
             context: Some(context.into()),
             line: 1,
         }
@@ -1125,7 +1093,7 @@ mod tests {
         let specs =
             parse_specs("/var(/.*)?\tsystem_u:object_r:var_t:s0\n/run\t-d\tctx\n/x\t<<none>>\n");
         assert_eq!(specs.len(), 3);
-        assert_eq!(specs[1].file_type, FileConType::Dir);
+        assert_eq!(specs[1].file_type, FileKind::Dir);
         assert_eq!(specs[2].context, None);
         assert_eq!(specs[2].line, 3);
     }
@@ -1156,7 +1124,7 @@ mod tests {
     fn below_lines_outsort_same_stem_specs() {
         let theirs = FileCon {
             regex: "/var/lib/x/.*".into(),
-            file_type: FileConType::Any,
+            file_type: FileKind::Any,
             context: None,
         };
         assert_eq!(
@@ -1326,19 +1294,15 @@ mod tests {
     #[test]
     fn witnesses_match_their_spec() {
         assert_eq!(
-            witness(
-                "/var/lib/containerd/[^/]+/snapshots(/.*)?",
-                FileConType::Any
-            )
-            .as_deref(),
+            witness("/var/lib/containerd/[^/]+/snapshots(/.*)?", FileKind::Any).as_deref(),
             Some("/var/lib/containerd/a/snapshots")
         );
         assert_eq!(
-            witness("/var/lib/etcd/member", FileConType::Any).as_deref(),
+            witness("/var/lib/etcd/member", FileKind::Any).as_deref(),
             Some("/var/lib/etcd/member")
         );
         assert_eq!(
-            witness("/var/log/.*\\.log", FileConType::File).as_deref(),
+            witness("/var/log/.*\\.log", FileKind::File).as_deref(),
             Some("/var/log/.log")
         );
     }

@@ -8,14 +8,14 @@
 //! secilc whatever its `expand-check` says, and every claim about labels is
 //! proven by looking keys up in the predicted `file_contexts`.
 
-pub mod compile;
-pub mod facts;
+mod compile;
+mod facts;
 pub mod filecons;
 pub mod module_report;
-pub mod open;
-pub mod profile;
-pub mod reach;
-pub mod target;
+mod open;
+mod profile;
+mod reach;
+mod target;
 
 use std::path::{Path, PathBuf};
 
@@ -53,7 +53,7 @@ pub enum StoreError {
 }
 
 impl StoreError {
-    pub fn io(path: &Path, error: std::io::Error) -> StoreError {
+    pub(crate) fn io(path: &Path, error: std::io::Error) -> StoreError {
         StoreError::Io {
             path: path.to_owned(),
             error,

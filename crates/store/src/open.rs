@@ -187,7 +187,7 @@ impl Store {
     }
 
     /// One line that says what the store is, for reports.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match &self.form {
             Form::Root {
                 root,

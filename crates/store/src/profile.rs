@@ -15,7 +15,8 @@ pub enum ProfileName {
 }
 
 impl ProfileName {
-    pub const ALL: [ProfileName; 2] = [ProfileName::Refpolicy, ProfileName::ContainerSelinux];
+    pub(crate) const ALL: [ProfileName; 2] =
+        [ProfileName::Refpolicy, ProfileName::ContainerSelinux];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -48,7 +49,7 @@ pub struct Profile {
     pub container_module: &'static str,
 }
 
-pub const REFPOLICY: Profile = Profile {
+pub(crate) const REFPOLICY: Profile = Profile {
     name: ProfileName::Refpolicy,
     file_type_attributes: &["file_type", "non_security_file_type", "non_auth_file_type"],
     domain_attribute: "domain",
@@ -60,7 +61,7 @@ pub const REFPOLICY: Profile = Profile {
     container_module: "container",
 };
 
-pub const CONTAINER_SELINUX: Profile = Profile {
+pub(crate) const CONTAINER_SELINUX: Profile = Profile {
     name: ProfileName::ContainerSelinux,
     file_type_attributes: &["file_type", "non_security_file_type", "non_auth_file_type"],
     domain_attribute: "domain",
@@ -74,8 +75,33 @@ pub const CONTAINER_SELINUX: Profile = Profile {
     container_module: "container",
 };
 
+/// Why no profile was picked for a store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum NoProfile {
+    /// Each profile, with the names the store lacks for it.
+    NoneFits(Vec<(ProfileName, Vec<String>)>),
+    SeveralFit,
+}
+
+impl std::fmt::Display for NoProfile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NoProfile::NoneFits(lacking) => {
+                for (i, (name, missing)) in lacking.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str("; ")?;
+                    }
+                    write!(f, "{} lacks {}", name.as_str(), missing.join(", "))?;
+                }
+                Ok(())
+            }
+            NoProfile::SeveralFit => f.write_str("several profiles fit; pass --profile"),
+        }
+    }
+}
+
 impl Profile {
-    pub fn named(name: ProfileName) -> &'static Profile {
+    pub(crate) fn named(name: ProfileName) -> &'static Profile {
         match name {
             ProfileName::Refpolicy => &REFPOLICY,
             ProfileName::ContainerSelinux => &CONTAINER_SELINUX,
@@ -83,7 +109,7 @@ impl Profile {
     }
 
     /// The names this profile needs from a store that it lacks.
-    pub fn missing(&self, facts: &Facts) -> Vec<String> {
+    pub(crate) fn missing(&self, facts: &Facts) -> Vec<String> {
         let mut missing = Vec::new();
         let attributes = self.file_type_attributes.iter().chain([
             &self.domain_attribute,
@@ -103,8 +129,9 @@ impl Profile {
         missing
     }
 
-    /// The profile whose names the store has; `None` when none or both fit.
-    pub fn detect(facts: &Facts) -> Result<&'static Profile, String> {
+    /// The profile whose names the store has; an error when none or
+    /// several fit.
+    pub(crate) fn detect(facts: &Facts) -> Result<&'static Profile, NoProfile> {
         let fitting: Vec<&'static Profile> = ProfileName::ALL
             .iter()
             .map(|&name| Profile::named(name))
@@ -112,19 +139,13 @@ impl Profile {
             .collect();
         match fitting.as_slice() {
             [one] => Ok(one),
-            [] => Err(ProfileName::ALL
-                .iter()
-                .map(|&name| {
-                    let profile = Profile::named(name);
-                    format!(
-                        "{} lacks {}",
-                        name.as_str(),
-                        profile.missing(facts).join(", ")
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join("; ")),
-            _ => Err("several profiles fit; pass --profile".to_owned()),
+            [] => Err(NoProfile::NoneFits(
+                ProfileName::ALL
+                    .iter()
+                    .map(|&name| (name, Profile::named(name).missing(facts)))
+                    .collect(),
+            )),
+            _ => Err(NoProfile::SeveralFit),
         }
     }
 }

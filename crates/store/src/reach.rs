@@ -41,8 +41,7 @@ pub struct ReachGroup {
     /// target attribute, or both as `SOURCE → TARGET` (for a rule naming
     /// types only, the source type).
     pub via: String,
-    /// `write` (may modify), `read` (may read content) or `metadata`.
-    pub access: &'static str,
+    pub access: ReachAccess,
     pub domains: Vec<String>,
     /// The rules, as sesearch prints them (with the boolean for conditional ones).
     pub rules: Vec<String>,
@@ -67,26 +66,40 @@ const MODIFY: &[&str] = &[
 ];
 const READ: &[&str] = &["read", "execute", "map", "execute_no_trans", "entrypoint"];
 
-fn strength(perms: &BTreeSet<String>) -> &'static str {
-    if perms.iter().any(|p| MODIFY.contains(&p.as_str())) {
-        "write"
-    } else if perms.iter().any(|p| READ.contains(&p.as_str())) {
-        "read"
-    } else {
-        "metadata"
+/// What a group's rules let it do to the type, weakest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReachAccess {
+    /// Attributes only (`getattr`, `search`, …).
+    Metadata,
+    /// May read content.
+    Read,
+    /// May modify.
+    Write,
+}
+
+impl std::fmt::Display for ReachAccess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ReachAccess::Metadata => "metadata",
+            ReachAccess::Read => "read",
+            ReachAccess::Write => "write",
+        })
     }
 }
 
-fn rank(access: &str) -> u8 {
-    match access {
-        "write" => 2,
-        "read" => 1,
-        _ => 0,
+fn strength(perms: &BTreeSet<String>) -> ReachAccess {
+    if perms.iter().any(|p| MODIFY.contains(&p.as_str())) {
+        ReachAccess::Write
+    } else if perms.iter().any(|p| READ.contains(&p.as_str())) {
+        ReachAccess::Read
+    } else {
+        ReachAccess::Metadata
     }
 }
 
 /// What the report needs to know about one protected type.
-pub struct Protected<'a> {
+pub(crate) struct Protected<'a> {
     pub type_name: &'a str,
     pub paths: Vec<String>,
     /// Store types the layout grants it.
@@ -95,7 +108,7 @@ pub struct Protected<'a> {
 
 /// The `sesearch` query for every allow rule on a file class whose target
 /// is one of `types` or an attribute holding one (a single run for all).
-pub fn query(policy: &Path, types: &[&str]) -> Result<String, StoreError> {
+pub(crate) fn query(policy: &Path, types: &[&str]) -> Result<String, StoreError> {
     let classes = FILE_CLASSES.join(",");
     let names: Vec<String> = types.iter().map(|t| regex_syntax::escape(t)).collect();
     let pattern = format!("^({})$", names.join("|"));
@@ -108,7 +121,7 @@ pub fn query(policy: &Path, types: &[&str]) -> Result<String, StoreError> {
 
 /// Sorts the rules of [`query`]'s output out per protected type.
 /// `attributes` are the predicted policy's.
-pub fn reach(
+pub(crate) fn reach(
     rules_text: &str,
     attributes: &Facts,
     workload_set: &BTreeSet<String>,
@@ -117,7 +130,7 @@ pub fn reach(
     let rules = allow_lines(rules_text);
     let mut reaches = Vec::new();
     for item in protected {
-        let mut groups: BTreeMap<String, (BTreeSet<String>, BTreeSet<String>, &'static str)> =
+        let mut groups: BTreeMap<String, (BTreeSet<String>, BTreeSet<String>, ReachAccess)> =
             BTreeMap::new();
         let mut traversal: BTreeSet<String> = BTreeSet::new();
         let mut traversal_rules: BTreeSet<String> = BTreeSet::new();
@@ -153,12 +166,10 @@ pub fn reach(
                 everyone.insert(domain.clone());
                 let entry = groups
                     .entry(via.clone())
-                    .or_insert_with(|| (BTreeSet::new(), BTreeSet::new(), "metadata"));
+                    .or_insert_with(|| (BTreeSet::new(), BTreeSet::new(), ReachAccess::Metadata));
                 entry.0.insert(domain);
                 entry.1.insert(line.text.clone());
-                if rank(access) > rank(entry.2) {
-                    entry.2 = access;
-                }
+                entry.2 = entry.2.max(access);
             }
         }
         let mut groups: Vec<ReachGroup> = groups
@@ -175,7 +186,7 @@ pub fn reach(
             b.domains
                 .len()
                 .cmp(&a.domains.len())
-                .then(rank(b.access).cmp(&rank(a.access)))
+                .then(b.access.cmp(&a.access))
                 .then(a.via.cmp(&b.via))
         });
         reaches.push(Reach {
@@ -203,8 +214,11 @@ mod tests {
                 .map(|p| (*p).to_owned())
                 .collect::<BTreeSet<_>>()
         };
-        assert_eq!(strength(&set(&["getattr", "open", "search"])), "metadata");
-        assert_eq!(strength(&set(&["getattr", "read"])), "read");
-        assert_eq!(strength(&set(&["read", "relabelto"])), "write");
+        assert_eq!(
+            strength(&set(&["getattr", "open", "search"])),
+            ReachAccess::Metadata
+        );
+        assert_eq!(strength(&set(&["getattr", "read"])), ReachAccess::Read);
+        assert_eq!(strength(&set(&["read", "relabelto"])), ReachAccess::Write);
     }
 }

@@ -189,7 +189,7 @@ impl Baseline {
     }
 
     /// The stock file contexts (with the store's siblings), for lookups.
-    pub fn stock_contexts(&self) -> Result<FileContexts, StoreError> {
+    pub(crate) fn stock_contexts(&self) -> Result<FileContexts, StoreError> {
         let dir = self.work.path().join("stock-lookup");
         let text = fs::read_to_string(&self.stock.file_contexts)
             .map_err(|e| StoreError::io(&self.stock.file_contexts, e))?;
@@ -762,7 +762,7 @@ fn line_for_cil(line: &filecons::Line) -> FileconLine {
     };
     FileconLine {
         regex: line.regex.clone(),
-        file_type: filecons::cil_file_type(line.file_type).to_owned(),
+        file_type: policy::file_contexts::cil_keyword(line.file_type).to_owned(),
         comment,
     }
 }

@@ -125,13 +125,13 @@ impl Image {
     }
 
     /// The symlink `path` lies at or below, if any.
-    pub fn holding(&self, path: &str) -> Option<&Held> {
+    pub(crate) fn holding(&self, path: &str) -> Option<&Held> {
         self.held.iter().find(|held| is_within(path, &held.path))
     }
 
     /// `file_contexts.subs_dist` lines: `TARGET PATH` per held path, so a
     /// lookup of the target is answered as for the declared path.
-    pub fn equivalences(&self) -> Vec<(String, String)> {
+    pub(crate) fn equivalences(&self) -> Vec<(String, String)> {
         self.held
             .iter()
             .map(|held| (held.target.clone(), held.path.clone()))

@@ -62,8 +62,8 @@ pub fn install(set: &UnitSet, root: &Path, enable: bool) -> Result<Written, Inst
 }
 
 /// Writes `bytes` (the running semanifest, read by the caller) to
-/// [`SEMANIFEST`](super::SEMANIFEST) beneath `root`, mode 0755, through
-/// [`write_file`]: the units run it, so an image built with the units holds
+/// `SEMANIFEST` beneath `root`, mode 0755, through
+/// `write_file`: the units run it, so an image built with the units holds
 /// it too.
 pub fn install_binary(root: &Path, bytes: &[u8]) -> Result<PathBuf, InstallError> {
     let root = Root::open(root)?;
@@ -136,7 +136,12 @@ fn temporary(name: &CString) -> CString {
 /// Writes `bytes` to `key` with `mode`: a temporary sibling (never
 /// following a symlink), synced, then renamed over the name. A directory at
 /// the name is an error.
-pub fn write_file(root: &Root, key: &[u8], bytes: &[u8], mode: u32) -> Result<(), InstallError> {
+pub(crate) fn write_file(
+    root: &Root,
+    key: &[u8],
+    bytes: &[u8],
+    mode: u32,
+) -> Result<(), InstallError> {
     let (dir, name) = parent_of(root, key)?;
     let tmp = temporary(&name);
     let flags =

@@ -25,17 +25,17 @@ use layout::model::{is_within, Layout, Lifecycle, NodeBoot, Propagation};
 pub use image::{Held, Image, ImageError};
 pub use install::{install, install_binary, InstallError, Written};
 pub use systemd_escape::{check_writable, unit_name, UnitPathError, UNIT_NAME_MAX};
-pub use text::TextError;
+use text::TextError;
 
 use text::UnitText;
 
 /// The image's own units: vendor units, owned by the image, under `/usr`.
 pub const UNIT_DIR: &str = "/usr/lib/systemd/system";
 /// Where `systemctl enable` puts its symlinks.
-pub const ENABLE_DIR: &str = "/etc/systemd/system";
+pub(crate) const ENABLE_DIR: &str = "/etc/systemd/system";
 /// The preset that enables the same units (`systemctl preset`), for
 /// pipelines that enable units that way.
-pub const PRESET_FILE: &str = "/usr/lib/systemd/system-preset/50-semanifest.preset";
+pub(crate) const PRESET_FILE: &str = "/usr/lib/systemd/system-preset/50-semanifest.preset";
 /// The layout and the kubens helpers.
 pub const LIB_DIR: &str = "/usr/lib/semanifest";
 /// The layout the apply unit places, as the build read it.
@@ -45,22 +45,22 @@ pub const KUBENS_HELPER: &str = "/usr/lib/semanifest/kubens";
 /// The semanifest the units run: `build --install-root` installs the
 /// running binary here unless the image provides it otherwise (a package,
 /// `--no-install-binary`).
-pub const SEMANIFEST: &str = "/usr/bin/semanifest";
+pub(crate) const SEMANIFEST: &str = "/usr/bin/semanifest";
 /// Where kubens pins its namespace unless `$KUBENSMNT` says otherwise.
-pub const KUBENSMNT: &str = "/run/kubens/mnt";
+pub(crate) const KUBENSMNT: &str = "/run/kubens/mnt";
 /// What kubens.service publishes for the runtime units while active.
-pub const KUBENS_ENV: &str = "/run/kubens/env";
+pub(crate) const KUBENS_ENV: &str = "/run/kubens/env";
 
-pub const APPLY_SERVICE: &str = NodeBoot::GENERATED_SERVICES[0];
-pub const RELABEL_SERVICE: &str = NodeBoot::GENERATED_SERVICES[1];
-pub const KUBENS_SERVICE: &str = NodeBoot::GENERATED_SERVICES[2];
+pub(crate) const APPLY_SERVICE: &str = NodeBoot::GENERATED_SERVICES[0];
+pub(crate) const RELABEL_SERVICE: &str = NodeBoot::GENERATED_SERVICES[1];
+pub(crate) const KUBENS_SERVICE: &str = NodeBoot::GENERATED_SERVICES[2];
 
 /// The drop-in that orders a runtime unit after the labels.
-pub const LABELS_DROPIN: &str = "50-semanifest.conf";
+pub(crate) const LABELS_DROPIN: &str = "50-semanifest.conf";
 /// The drop-in that starts a runtime unit inside kubens. Named to sort
 /// after the packages' own drop-ins (kubeadm's `10-kubeadm.conf` resets
 /// `ExecStart=` too), so its command is the one that runs.
-pub const KUBENS_DROPIN: &str = "90-semanifest-kubens.conf";
+pub(crate) const KUBENS_DROPIN: &str = "90-semanifest-kubens.conf";
 
 const KUBENSENTER_SCRIPT: &str = include_str!("kubensenter.sh");
 const KUBENS_SCRIPT: &str = include_str!("kubens.sh");
@@ -140,7 +140,7 @@ pub enum UnitsError {
 pub fn render(
     layout: &Layout,
     image: &Image,
-    options: &UnitsOptions,
+    options: &UnitsOptions<'_>,
 ) -> Result<UnitSet, UnitsError> {
     let name_ok = !options.policy_name.is_empty()
         && !options.policy_name.starts_with('.')
@@ -179,7 +179,7 @@ pub fn render(
 
 /// The equivalences of a policy: `TARGET PATH` lines libselinux and
 /// `semanifest relabel` apply before looking a path up.
-pub fn subs_dist_path(policy_name: &str) -> String {
+pub(crate) fn subs_dist_path(policy_name: &str) -> String {
     format!("/etc/selinux/{policy_name}/contexts/files/file_contexts.subs_dist")
 }
 
@@ -357,16 +357,13 @@ fn top_directories(layout: &Layout) -> Vec<String> {
 fn boot_services(
     layout: &Layout,
     image: &Image,
-    options: &UnitsOptions,
+    options: &UnitsOptions<'_>,
     set: &mut Builder,
 ) -> Result<(), UnitsError> {
     let tops = top_directories(layout);
     let mut operands = tops.clone();
     for held in &image.held {
-        if !tops
-            .iter()
-            .any(|top| layout::model::is_within(&held.target, top))
-        {
+        if !tops.iter().any(|top| is_within(&held.target, top)) {
             operands.push(held.target.clone());
         }
     }

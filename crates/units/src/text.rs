@@ -14,14 +14,14 @@ pub struct TextError {
 }
 
 /// One unit or drop-in file, built a setting at a time.
-pub struct UnitText {
+pub(crate) struct UnitText {
     text: String,
     error: Option<TextError>,
 }
 
 impl UnitText {
     /// Starts a file with comment lines (`# ` is added).
-    pub fn new(comment: &[&str]) -> Self {
+    pub(crate) fn new(comment: &[&str]) -> Self {
         let mut text = String::new();
         for line in comment {
             let line = line.replace(['\n', '\r'], " ");
@@ -30,7 +30,7 @@ impl UnitText {
         UnitText { text, error: None }
     }
 
-    pub fn section(&mut self, name: &str) -> &mut Self {
+    pub(crate) fn section(&mut self, name: &str) -> &mut Self {
         if !self.text.is_empty() {
             self.text.push('\n');
         }
@@ -39,12 +39,12 @@ impl UnitText {
     }
 
     /// A comment line inside a section.
-    pub fn comment(&mut self, line: &str) -> &mut Self {
+    pub(crate) fn comment(&mut self, line: &str) -> &mut Self {
         let _ = writeln!(self.text, "# {}", line.replace(['\n', '\r'], " "));
         self
     }
 
-    pub fn set(&mut self, key: &str, value: &str) -> &mut Self {
+    pub(crate) fn set(&mut self, key: &str, value: &str) -> &mut Self {
         if value.chars().any(char::is_control) && self.error.is_none() {
             self.error = Some(TextError {
                 key: key.to_owned(),
@@ -56,12 +56,12 @@ impl UnitText {
     }
 
     /// `KEY=` alone: resets a list setting (`ExecStart=`) in a drop-in.
-    pub fn reset(&mut self, key: &str) -> &mut Self {
+    pub(crate) fn reset(&mut self, key: &str) -> &mut Self {
         let _ = writeln!(self.text, "{key}=");
         self
     }
 
-    pub fn finish(self) -> Result<String, TextError> {
+    pub(crate) fn finish(self) -> Result<String, TextError> {
         match self.error {
             Some(error) => Err(error),
             None => Ok(self.text),

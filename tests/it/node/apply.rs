@@ -505,3 +505,69 @@ fn the_sentinel_digest_sees_every_change() {
     }
     arena.finish();
 }
+
+/// The names in the first cell of each row of the `n`th `| field |` table.
+fn documented_fields(doc: &str, n: usize) -> std::collections::BTreeSet<String> {
+    doc.split("| field |")
+        .nth(n)
+        .unwrap_or_default()
+        .lines()
+        .filter(|line| line.starts_with("| `"))
+        .flat_map(|line| {
+            let cell = line.split('|').nth(1).unwrap_or_default();
+            cell.split('`')
+                .skip(1)
+                .step_by(2)
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// docs/apply-json.md lists exactly the fields `--format json` prints, and
+/// `--json`, the older spelling, prints the same report; the two together
+/// are a usage error. Control: the table without one row disagrees.
+#[test]
+fn the_json_report_is_the_documented_one() {
+    let arena = Arena::new(Fs::Tmpfs);
+    let output = arena.on_root("apply", &["--dry-run", "--format", "json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr_of(&output));
+    let mut report = json(&output);
+    assert_eq!(report["version"], 1);
+    let doc = fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/apply-json.md"))
+        .expect("docs/apply-json.md");
+    let keys = |value: &serde_json::Value| -> std::collections::BTreeSet<String> {
+        value.as_object().expect("object").keys().cloned().collect()
+    };
+    let top = documented_fields(&doc, 1);
+    assert_eq!(keys(&report), top);
+    let mut without = top.clone();
+    without.remove("kept");
+    assert_ne!(keys(&report), without);
+    let change_fields = documented_fields(&doc, 2);
+    let changes = report["changes"].as_array().expect("changes").clone();
+    let kinds: std::collections::BTreeSet<&str> = changes
+        .iter()
+        .map(|change| change["change"].as_str().expect("change"))
+        .collect();
+    assert_eq!(kinds, ["created", "label"].into(), "{report:#}");
+    for change in &changes {
+        let unknown: Vec<String> = keys(change).difference(&change_fields).cloned().collect();
+        assert!(unknown.is_empty(), "undocumented {unknown:?} in {change}");
+    }
+
+    let alias = arena.on_root("apply", &["--dry-run", "--json"]);
+    assert_eq!(alias.status.code(), Some(0), "{}", stderr_of(&alias));
+    let mut again = json(&alias);
+    report["seconds"] = 0.into();
+    again["seconds"] = 0.into();
+    assert_eq!(again, report);
+    let both = arena.on_root("apply", &["--json", "--format", "human"]);
+    assert_eq!(both.status.code(), Some(2), "{}", stderr_of(&both));
+    assert!(
+        stderr_of(&both).contains("cannot be used with"),
+        "{}",
+        stderr_of(&both)
+    );
+    arena.finish();
+}

@@ -1,7 +1,8 @@
-//! The guest's initramfs: busybox, crun, runc, runcon, getfattr/setfattr,
-//! `semanifest` and the shared libraries they need (the guest has no glibc
-//! of its own), the kernel modules, the policies, the guest scripts and the
-//! pods' image. Built fresh every run into the run directory.
+//! The busybox stage's initramfs: busybox, crun, runc, runcon,
+//! getfattr/setfattr, `semanifest` and the shared libraries they need (the
+//! guest has no glibc of its own), the kernel modules, the policies, the
+//! guest scripts, the scenarios with the plan, and the pods' image. Built
+//! fresh every run into the run directory.
 
 use std::fs;
 use std::io::Write as _;
@@ -21,9 +22,12 @@ pub struct Inputs<'a> {
     pub semanifest: &'a Path,
     /// policy.33, policy-leaky.33 and file_contexts.
     pub policy: &'a Path,
-    pub refpolicy: &'a Path,
+    /// The refpolicy stores, when a boot loads them.
+    pub refpolicy: Option<&'a Path>,
     /// The modules in load order.
     pub modules: &'a [String],
+    /// The guests' plan (plan::Plan::guest_text).
+    pub plan: &'a str,
 }
 
 /// Builds `work/initramfs` and archives it as `work/initramfs.cpio`.
@@ -94,18 +98,23 @@ pub fn build(work: &Path, inputs: &Inputs<'_>) -> Result<PathBuf> {
             root.join("etc/semanifest").join(file),
         )?;
     }
-    copy_tree(inputs.refpolicy, &root.join("etc/semanifest/refpolicy"))?;
+    if let Some(refpolicy) = inputs.refpolicy {
+        copy_tree(refpolicy, &root.join("etc/semanifest/refpolicy"))?;
+    }
     // Boot 3 enters init_t the way a service manager does: through a file
     // of init's entry type (a copy of busybox, so labelled on its own).
     install(busybox, &root.join("usr/libexec/testvm/sh"), 0o755)?;
     let guest = inputs.testvm.join("guest");
     install(&guest.join("init"), &root.join("init"), 0o755)?;
     install(&guest.join("suite"), &root.join("suite"), 0o755)?;
-    install(
-        &guest.join("scenarios"),
+    for lib in ["helpers", "pods"] {
+        install(&guest.join(lib), &root.join("etc/testvm").join(lib), 0o644)?;
+    }
+    copy_tree(
+        &inputs.testvm.join("scenarios"),
         &root.join("etc/testvm/scenarios"),
-        0o644,
     )?;
+    fs::write(root.join("etc/testvm/plan"), inputs.plan)?;
 
     // The pods' image: a static busybox, nothing else.
     let pod = root.join("pods/rootfs");
@@ -156,7 +165,8 @@ fn install_with_libs(root: &Path, binary: &Path, dest: &str) -> Result<()> {
     Ok(())
 }
 
-fn copy_tree(from: &Path, to: &Path) -> Result<()> {
+/// Copies the regular files and directories below `from` to `to`.
+pub fn copy_tree(from: &Path, to: &Path) -> Result<()> {
     fs::create_dir_all(to)?;
     for entry in fs::read_dir(from).with_context(|| format!("cannot list {}", from.display()))? {
         let entry = entry?;

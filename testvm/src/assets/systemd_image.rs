@@ -54,16 +54,25 @@ pub struct Image {
     /// `work/root.img`: the image as built.
     pub disk: PathBuf,
     /// `work/control.img`: the same, with guest/systemd/relabel-fails.conf
-    /// as a drop-in of semanifest-relabel.service.
-    pub control_disk: PathBuf,
+    /// as a drop-in of semanifest-relabel.service (when asked for).
+    pub control_disk: Option<PathBuf>,
     /// The units that place the layout: semanifest-*.service and the
     /// layout's mount units, as `semanifest build` generated them.
     pub layout_units: Vec<String>,
 }
 
 /// Builds `work/root.img`: debootstrap, `semanifest build
-/// --install-root`, the test units, setfiles, mkfs.ext4.
-pub fn build(cache: &Path, work: &Path, testvm: &Path, semanifest: &Path) -> Result<Image> {
+/// --install-root`, the test units, the runner with the scenarios and
+/// `plan` (plan::Plan::guest_text), setfiles, mkfs.ext4; and
+/// `work/control.img` when `control`.
+pub fn build(
+    cache: &Path,
+    work: &Path,
+    testvm: &Path,
+    semanifest: &Path,
+    plan: &str,
+    control: bool,
+) -> Result<Image> {
     let key = key();
     let debs = cache.join("systemd-debs").join(&key);
     let cached = fs::read_dir(&debs).is_ok_and(|mut d| d.next().is_some());
@@ -127,7 +136,9 @@ pub fn build(cache: &Path, work: &Path, testvm: &Path, semanifest: &Path) -> Res
     }
     let lib = root.join("usr/lib/testvm");
     fs::create_dir_all(&lib)?;
-    fs::copy(guest.join("scenarios"), lib.join("scenarios"))?;
+    fs::copy(guest.join("run"), lib.join("run"))?;
+    initramfs::copy_tree(&testvm.join("scenarios"), &lib.join("scenarios"))?;
+    fs::write(lib.join("plan"), plan)?;
     expectations(&root, semanifest, &layout_units, &lib)?;
 
     let file_contexts = root.join(format!("etc/selinux/{POLICY}/contexts/files/file_contexts"));
@@ -141,6 +152,13 @@ pub fn build(cache: &Path, work: &Path, testvm: &Path, semanifest: &Path) -> Res
         "setfiles (labelling the root)",
     )?;
     let disk = ext4(&root, &work.join("root.img"))?;
+    if !control {
+        return Ok(Image {
+            disk,
+            control_disk: None,
+            layout_units,
+        });
+    }
 
     let drop_ins = etc.join("semanifest-relabel.service.d");
     fs::create_dir_all(&drop_ins)?;
@@ -159,7 +177,7 @@ pub fn build(cache: &Path, work: &Path, testvm: &Path, semanifest: &Path) -> Res
     let control_disk = ext4(&root, &work.join("control.img"))?;
     Ok(Image {
         disk,
-        control_disk,
+        control_disk: Some(control_disk),
         layout_units,
     })
 }

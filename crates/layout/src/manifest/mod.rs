@@ -17,8 +17,6 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 pub use raw::layout_schema;
-pub use schema::{API_VERSION, KIND};
-pub use validate::normalise;
 
 use crate::diag::{Diagnostic, Pos, Report, Source};
 use crate::model::Layout;
@@ -26,7 +24,7 @@ use crate::model::Layout;
 /// The structured `/var` every node gets unless told otherwise.
 pub const DEFAULT_LAYOUT: &str = include_str!("../../../../layouts/structured-var.yaml");
 /// How the embedded layout is named in diagnostics.
-pub const DEFAULT_LAYOUT_NAME: &str = "<embedded default layout>";
+pub(crate) const DEFAULT_LAYOUT_NAME: &str = "<embedded default layout>";
 
 /// Manifests are small; anything larger is a mistake (or an attack on the
 /// parser), refused before parsing.

@@ -17,14 +17,14 @@ use serde_json::Value;
 use serde_saphyr::Spanned;
 
 use super::schema::{self, domain_key, SCHEMA_ID};
-use crate::model::{Access, Lifecycle};
+use crate::model::{AccessLevel, Lifecycle};
 
 /// A semanifest layout manifest: which directory of a node's /var belongs
 /// to whom, compiled into SELinux policy and file contexts.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 #[schemars(title = "semanifest layout manifest")]
-pub struct RawLayout {
+pub(crate) struct RawLayout {
     /// The manifest format version.
     #[schemars(schema_with = "schema::api_version")]
     pub api_version: Spanned<String>,
@@ -38,7 +38,7 @@ pub struct RawLayout {
 /// What the layout is called.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RawMetadata {
+pub(crate) struct RawMetadata {
     /// The layout's name, a DNS label (`structured-var`); the CIL module is
     /// named after it with `-` replaced by `_`.
     #[schemars(schema_with = "schema::layout_name")]
@@ -52,7 +52,7 @@ pub struct RawMetadata {
 /// The domains and the paths of the layout.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RawSpec {
+pub(crate) struct RawSpec {
     /// The process domains the layout speaks of, by key (`etcd`, `pods`);
     /// `access` and `transitions` refer to these keys.
     #[schemars(schema_with = "domains")]
@@ -69,7 +69,7 @@ pub struct RawSpec {
 /// How a node's systemd boots the layout.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RawNode {
+pub(crate) struct RawNode {
     /// Start the runtime units inside one mount namespace pinned at
     /// /run/kubens/mnt (kubens.service), so the mounts they make stay out
     /// of the host's mount table; disabling kubens.service starts them on
@@ -89,7 +89,7 @@ pub struct RawNode {
 /// A runtime unit.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RawRuntimeUnit {
+pub(crate) struct RawRuntimeUnit {
     /// The unit's name (`containerd.service`).
     #[schemars(schema_with = "schema::unit_name")]
     pub unit: Spanned<String>,
@@ -105,7 +105,7 @@ pub struct RawRuntimeUnit {
 /// A process domain.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RawDomain {
+pub(crate) struct RawDomain {
     /// The domain's SELinux process type (`etcd_t`); declared by the module
     /// unless the base policy has it.
     #[serde(rename = "type")]
@@ -129,7 +129,7 @@ pub struct RawDomain {
 /// One path and the rule for its subtree.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct RawPath {
+pub(crate) struct RawPath {
     /// Absolute, normalised path (`/var/lib/etcd`): printable ASCII without
     /// spaces or quotes, no `.` or `..` components, no trailing `/`.
     #[schemars(schema_with = "schema::path")]
@@ -186,7 +186,7 @@ pub struct RawPath {
 /// Mount options of a path.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RawMount {
+pub(crate) struct RawMount {
     /// Mount propagation of the path's mount point.
     #[serde(default)]
     #[schemars(schema_with = "schema::propagation")]
@@ -209,7 +209,7 @@ pub struct RawMount {
 /// about keys (an unknown domain in `access`) can point at the key itself.
 /// Duplicate keys are rejected by the YAML layer before we see them.
 #[derive(Debug)]
-pub struct Entries<V>(pub Vec<(Spanned<String>, V)>);
+pub(crate) struct Entries<V>(pub Vec<(Spanned<String>, V)>);
 
 impl<'de, V: Deserialize<'de>> Deserialize<'de> for Entries<V> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -233,7 +233,7 @@ impl<'de, V: Deserialize<'de>> Deserialize<'de> for Entries<V> {
 
 /// An access grant as written: one level (`write`) or a list (`[read, exec]`).
 #[derive(Debug)]
-pub struct Levels(pub Vec<String>);
+pub(crate) struct Levels(pub Vec<String>);
 
 impl<'de> Deserialize<'de> for Levels {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -325,7 +325,8 @@ impl JsonSchema for Levels {
     }
 
     fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        let level = serde_json::json!({ "type": "string", "enum": Access::LEVELS });
+        let names = AccessLevel::ALL.map(AccessLevel::name);
+        let level = serde_json::json!({ "type": "string", "enum": names });
         json_schema!({
             "description": "An access level, or a non-empty list of them ([read, exec]).",
             "anyOf": [level, { "type": "array", "items": level, "minItems": 1 }],

@@ -17,39 +17,40 @@ use serde_json::Value;
 use crate::model::{Lifecycle, Propagation};
 
 /// The `apiVersion` this semanifest reads.
-pub const API_VERSION: &str = "semanifest.io/v1";
+pub(crate) const API_VERSION: &str = "semanifest.io/v1";
 /// The `kind` of a layout manifest.
-pub const KIND: &str = "Layout";
+pub(crate) const KIND: &str = "Layout";
 
 /// Where the schema says it lives; editors key their caches on it.
-pub const SCHEMA_ID: &str = "https://semanifest.io/schemas/layout-v1.json";
+pub(crate) const SCHEMA_ID: &str = "https://semanifest.io/schemas/layout-v1.json";
 
 /// `metadata.name`: a DNS label of at most 63 characters.
-pub const LAYOUT_NAME_PATTERN: &str = "^[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?$";
+pub(crate) const LAYOUT_NAME_PATTERN: &str = "^[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?$";
 /// A domain key (`spec.domains`, `access`, `transitions`).
-pub const DOMAIN_KEY_PATTERN: &str = "^[a-z][a-z0-9_-]*$";
+pub(crate) const DOMAIN_KEY_PATTERN: &str = "^[a-z][a-z0-9_-]*$";
 /// A SELinux type name as this project writes them.
-pub const TYPE_NAME_PATTERN: &str = "^[a-z][a-z0-9_]*_t$";
+pub(crate) const TYPE_NAME_PATTERN: &str = "^[a-z][a-z0-9_]*_t$";
 /// An octal mode of three or four digits.
-pub const MODE_PATTERN: &str = "^[0-7]{3,4}$";
+pub(crate) const MODE_PATTERN: &str = "^[0-7]{3,4}$";
 /// A user name, or numeric `uid:gid` (each at most 10 digits; values above
 /// 2^32-1 are refused by `validate` only).
-pub const OWNER_PATTERN: &str = r"^(?:[a-z_][a-z0-9_-]{0,31}|\+?[0-9]{1,10}:\+?[0-9]{1,10})$";
+pub(crate) const OWNER_PATTERN: &str =
+    r"^(?:[a-z_][a-z0-9_-]{0,31}|\+?[0-9]{1,10}:\+?[0-9]{1,10})$";
 /// A service unit's name (`containerd.service`, `kubelet@main.service`);
 /// at most [`UNIT_NAME_MAX`] characters, as systemd allows.
-pub const UNIT_NAME_PATTERN: &str = r"^[A-Za-z0-9:_.-]+(?:@[A-Za-z0-9:_.-]+)?\.service$";
-pub const UNIT_NAME_MAX: usize = 255;
+pub(crate) const UNIT_NAME_PATTERN: &str = r"^[A-Za-z0-9:_.-]+(?:@[A-Za-z0-9:_.-]+)?\.service$";
+pub(crate) const UNIT_NAME_MAX: usize = 255;
 /// An ExecStart= command: an absolute path, then arguments; printable
 /// ASCII on one line.
-pub const EXEC_PATTERN: &str = r"^/[\x21-\x7e]+(?: [\x20-\x7e]*)?$";
+pub(crate) const EXEC_PATTERN: &str = r"^/[\x21-\x7e]+(?: [\x20-\x7e]*)?$";
 /// A tmpfs size: bytes with an optional k/m/g suffix (no leading zero), or
 /// a percentage of RAM from 1 to 100.
-pub const TMPFS_SIZE_PATTERN: &str = r"^(?:[1-9][0-9]{0,15}[kmgKMG]?|(?:[1-9][0-9]?|100)%)$";
+pub(crate) const TMPFS_SIZE_PATTERN: &str = r"^(?:[1-9][0-9]{0,15}[kmgKMG]?|(?:[1-9][0-9]?|100)%)$";
 /// An absolute normalised path of printable ASCII without spaces or `"`:
 /// components are never empty, `.` or `..`, and there is no trailing `/`.
 /// (`\x21\x23-\x2d\x30-\x7e` is printable ASCII less `"`, `.` and `/`; with
 /// `\x2e` it includes `.`.)
-pub const PATH_PATTERN: &str = concat!(
+pub(crate) const PATH_PATTERN: &str = concat!(
     r"^(?:/(?:[\x21\x23-\x2d\x30-\x7e][\x21\x23-\x2e\x30-\x7e]*",
     r"|\.[\x21\x23-\x2d\x30-\x7e][\x21\x23-\x2e\x30-\x7e]*",
     r"|\.\.[\x21\x23-\x2e\x30-\x7e]+))+$"

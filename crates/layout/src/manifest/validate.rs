@@ -12,8 +12,8 @@ use super::schema::{self, API_VERSION, KIND};
 use super::BaseFacts;
 use crate::diag::{Code, Diagnostic, Pos};
 use crate::model::{
-    is_within, Access, Domain, Layout, Lifecycle, Mount, NodeBoot, Owner, PathRule, Propagation,
-    RuntimeUnit,
+    is_within, Access, AccessLevel, Domain, Layout, Lifecycle, Mount, NodeBoot, Owner, PathRule,
+    Propagation, RuntimeUnit,
 };
 
 fn pos(value: &Spanned<String>) -> Pos {
@@ -63,7 +63,7 @@ impl Help for Diagnostic {
 
 /// Validates `raw`; returns the model and the warnings, or every diagnostic
 /// (errors and warnings) when any rule failed.
-pub fn validate(
+pub(crate) fn validate(
     raw: &RawLayout,
     base: &BaseFacts,
 ) -> Result<(Layout, Vec<Diagnostic>), Vec<Diagnostic>> {
@@ -616,7 +616,7 @@ fn describe_char(c: char) -> String {
 /// Lexical normalisation of an absolute path: collapses `//`, drops `.` and a
 /// trailing `/`. `None` when the path has a `..` component (never resolved
 /// lexically: with symlinks `a/..` is not `.`).
-pub fn normalise(path: &str) -> Option<String> {
+pub(crate) fn normalise(path: &str) -> Option<String> {
     let mut out = String::with_capacity(path.len());
     for component in path.split('/').filter(|c| !c.is_empty() && *c != ".") {
         if component == ".." {
@@ -669,8 +669,8 @@ fn parse_levels(levels: &Spanned<super::raw::Levels>, checker: &mut Checker<'_>)
     }
     let mut ok = true;
     for level in &levels.value.0 {
-        match Access::level(level) {
-            Some(one) => access = access.union(one),
+        match AccessLevel::from_name(level) {
+            Some(one) => access = access.union(Access::only(one)),
             None => {
                 let other = level.as_str();
                 checker

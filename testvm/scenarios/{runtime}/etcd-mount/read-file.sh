@@ -1,0 +1,8 @@
+# boot: enforcing
+# pod: s0:c1,c2 /var/lib/etcd:/host/etcd:rw
+# expect: deny:etcd_var_t
+# control: leaky
+#
+# A pod with etcd's data directory as its hostPath volume cannot read it.
+# (The runtime itself is refused the mount source: that counts too.)
+cat /host/etcd/member/snap/db
