@@ -16,7 +16,7 @@ try:
     import jsonschema
 except ImportError:
     print("validate-json: python jsonschema is not installed; "
-          "pip install -r .ci/python-requirements.txt", file=sys.stderr)
+          "run scripts/install-deps and use .venv/bin/python3", file=sys.stderr)
     sys.exit(2)
 
 

@@ -21,7 +21,7 @@ SCHEMA_ID = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/
 
 
 def fail_setup(message):
-    print(f"validate-sarif: {message}; pip install -r .ci/python-requirements.txt", file=sys.stderr)
+    print(f"validate-sarif: {message}; run scripts/install-deps and use .venv/bin/python3", file=sys.stderr)
     sys.exit(2)
 
 

@@ -72,7 +72,7 @@ pub fn run(args: Args) -> Result<u8> {
 /// The units of `parsed` for the image at `image` (unknown without one).
 pub fn render(parsed: &Parsed, image: Option<&Path>, policy_name: &str) -> Result<UnitSet> {
     let image = match image {
-        Some(root) => Image::inspect(&Root::open(root)?, &parsed.layout)?,
+        Some(root) => Image::inspect(&open_image_root(root)?, &parsed.layout)?,
         None => Image::unknown(),
     };
     let options = UnitsOptions {
@@ -80,6 +80,21 @@ pub fn render(parsed: &Parsed, image: Option<&Path>, policy_name: &str) -> Resul
         layout_text: &parsed.source.text,
     };
     Ok(units::render(&parsed.layout, &image, &options)?)
+}
+
+/// Opens the image root of `build --install-root` and `units --root`; the
+/// bare ENOENT of a mistyped or unmounted root would not say which path.
+fn open_image_root(root: &Path) -> Result<Root> {
+    Root::open(root).map_err(|error| match &error {
+        fsroot::Error::Io { error: io, .. } if io.kind() == std::io::ErrorKind::NotFound => {
+            anyhow::anyhow!(
+                "{}: the image root does not exist; create it, or name the root directory \
+                 of the image to install into (a mounted /sysroot)",
+                root.display()
+            )
+        }
+        _ => error.into(),
+    })
 }
 
 /// Writes `set` beneath `out`, enabled with `enable`; prints what it wrote

@@ -325,6 +325,28 @@ fn missing_secilc_says_how_to_install_it() {
 }
 
 #[test]
+fn a_missing_install_root_is_named_and_nothing_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("sysroot");
+    let out = dir.path().join("out");
+    let output = build_default(&out, &["--install-root", root.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains(&format!(
+            "{}: the image root does not exist",
+            root.display()
+        )),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!out.exists() && !root.exists());
+    // Control: the same command once the root exists.
+    fs::create_dir(&root).unwrap();
+    let output = build_default(&out, &["--install-root", root.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", stderr(&output));
+}
+
+#[test]
 fn install_root_writes_the_selinux_tree_and_drops_stale_bin() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");

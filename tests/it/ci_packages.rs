@@ -1,9 +1,10 @@
 //! `.ci/packages` is what a fresh machine gets before the tests run: every
 //! package the VM harness takes a command from must be in it, or be one
 //! Debian installs everywhere (Priority: required). A missing one once made
-//! the suite fail on a fresh machine only.
+//! the suite fail on a fresh machine only. And every name in it must be a
+//! package Debian has.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::Command;
 
@@ -37,25 +38,36 @@ fn harness_packages() -> Vec<String> {
     packages.into_iter().collect()
 }
 
-/// Debian's archive metadata, not this machine's state: a package is on
-/// every Debian system when its priority is "required". One `apt-cache`
-/// call for all of them (it takes about a second per call).
-fn required(packages: &[String]) -> BTreeSet<String> {
+/// Debian's archive metadata, not this machine's state: each of
+/// `packages` the archive knows, with its priority. One `apt-cache` call
+/// for all of them (it takes about a second per call); names it does not
+/// know are left out.
+fn archive(packages: &[String]) -> BTreeMap<String, String> {
     let out = Command::new("apt-cache")
         .args(["show", "--no-all-versions"])
         .args(packages)
         .output()
         .expect("run apt-cache show");
-    let mut required = BTreeSet::new();
+    let mut known = BTreeMap::new();
     let mut package = None;
     for line in String::from_utf8_lossy(&out.stdout).lines() {
         if let Some(name) = line.strip_prefix("Package: ") {
             package = Some(name.to_owned());
-        } else if line == "Priority: required" {
-            required.extend(package.take());
+            known.insert(name.to_owned(), String::new());
+        } else if let (Some(priority), Some(name)) = (line.strip_prefix("Priority: "), &package) {
+            known.insert(name.clone(), priority.to_owned());
         }
     }
-    required
+    known
+}
+
+/// A package is on every Debian system when its priority is "required".
+fn required(packages: &[String]) -> BTreeSet<String> {
+    archive(packages)
+        .into_iter()
+        .filter(|(_, priority)| priority == "required")
+        .map(|(name, _)| name)
+        .collect()
 }
 
 fn not_provided(packages: &[String]) -> Vec<String> {
@@ -95,4 +107,23 @@ fn control_an_unlisted_optional_package_is_caught() {
         not_provided(&["kmod".to_owned(), "coreutils".to_owned()]),
         vec!["kmod".to_owned()]
     );
+}
+
+#[test]
+fn every_listed_package_is_in_debian() {
+    // A misspelt name would only show as a failed `apt-get install` on a
+    // fresh machine, where the package is missing.
+    let listed: Vec<String> = ci_packages().into_iter().collect();
+    let known = archive(&listed);
+    let unknown: Vec<&String> = listed.iter().filter(|p| !known.contains_key(*p)).collect();
+    assert!(
+        unknown.is_empty(),
+        ".ci/packages names packages Debian does not have: {unknown:?}"
+    );
+}
+
+#[test]
+fn control_a_misspelt_package_is_caught() {
+    let known = archive(&["pkgconfig".to_owned(), "pkg-config".to_owned()]);
+    assert!(known.contains_key("pkg-config") && !known.contains_key("pkgconfig"));
 }

@@ -13,7 +13,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::support::{data, run, semanifest, stderr, stdout, tool};
+use crate::support::{data, run, semanifest, stderr, stdout, tool, venv_python};
 use layout::diag::Source;
 use layout::manifest;
 use semanifest::diff::{self, sediff, Category};
@@ -212,7 +212,7 @@ fn json_follows_the_committed_schema() {
         "docs/diff.schema.json is stale: SEMANIFEST_BLESS=1 cargo test --test it diff_golden::"
     );
     let files: Vec<PathBuf> = cases().iter().map(|c| c.join("expected.json")).collect();
-    let output = run(Command::new("python3")
+    let output = run(venv_python()
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/validate-json.py"))
         .arg(&schema_path)
         .args(&files));
@@ -232,7 +232,7 @@ fn json_follows_the_committed_schema() {
     .unwrap();
     value["changes"][0]["category"] = "sideways".into();
     fs::write(&bad, value.to_string()).unwrap();
-    let output = run(Command::new("python3")
+    let output = run(venv_python()
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/validate-json.py"))
         .arg(&schema_path)
         .arg(&bad));

@@ -24,13 +24,14 @@ fn docs_mentions() -> Regex {
     Regex::new(r"(^|[^A-Za-z0-9_./-])(docs/[A-Za-z0-9_-]+\.(md|json))").unwrap()
 }
 
-/// Every text file of the repository, but build output, version control and
-/// third-party test data.
+/// Every text file of the repository, but build output, version control,
+/// the Python tools scripts/install-deps installs and third-party test data.
 fn repository_files() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let skip = [
         "target",
         ".git",
+        ".venv",
         "tests/data",
         "testvm/cache",
         "fuzz/target",

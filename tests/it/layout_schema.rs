@@ -9,9 +9,8 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use crate::support::{data, run, semanifest, stderr, stdout};
+use crate::support::{data, run, semanifest, stderr, stdout, venv_python};
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -47,12 +46,12 @@ fn validate(schema: &str, files: &[PathBuf]) -> BTreeMap<PathBuf, Vec<String>> {
         .unwrap();
         instances.push(instance);
     }
-    let output = Command::new("python3")
+    let output = venv_python()
         .arg(repo().join(".ci/validate-json.py"))
         .arg(&schema_path)
         .args(&instances)
         .output()
-        .expect("python3 runs the schema validator (see .ci/python-requirements.txt)");
+        .expect("run .venv/bin/python3");
     assert!(
         matches!(output.status.code(), Some(0 | 1)),
         "the validator did not run: {}",

@@ -49,4 +49,5 @@ mod sarif_schema;
 mod store_container_selinux;
 mod store_refpolicy;
 mod support;
+mod system_pcre2;
 mod units;

@@ -1,12 +1,12 @@
 //! SARIF output validated against the official OASIS SARIF 2.1.0 schema by
-//! a real validator (python `jsonschema`, see `.ci/validate-sarif.py` and
+//! a real validator (python `jsonschema` in `.venv`, see `.ci/validate-sarif.py` and
 //! `.ci/python-requirements.txt`). Fails, never skips, when the validator
 //! is not installed.
 
 use std::fs;
 use std::path::Path;
-use std::process::Command;
 
+use crate::support::venv_python;
 use k8s::{self, HostPathRules, LayoutPathRule, NormalPath, RootRule};
 use layout::diag::{Finding, Location, Pos, Related, Severity};
 use semanifest::check::report;
@@ -16,11 +16,11 @@ fn validate(sarif: &str) -> Result<String, String> {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("check.sarif");
     fs::write(&file, sarif).unwrap();
-    let output = Command::new("python3")
+    let output = venv_python()
         .arg(".ci/validate-sarif.py")
         .arg(&file)
         .output()
-        .expect("python3 is needed to validate SARIF (see .ci/python-requirements.txt)");
+        .expect("run .venv/bin/python3");
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&output.stderr);
     match output.status.code() {

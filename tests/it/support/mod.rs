@@ -22,6 +22,21 @@ pub fn tool(program: &str, debian_package: &str) -> PathBuf {
         })
 }
 
+/// The Python the tests run their validators with (`.ci/validate-*.py`):
+/// `.venv/bin/python3`, the virtual environment `scripts/install-deps` makes
+/// with Debian's python3 and fills from `.ci/python-requirements.txt`
+/// (Debian's own python3 takes no `pip install`). A missing one fails the
+/// test, naming the command that makes it.
+pub fn venv_python() -> Command {
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python3");
+    assert!(
+        python.is_file(),
+        "{} missing: run scripts/install-deps (it installs .ci/python-requirements.txt there)",
+        python.display()
+    );
+    Command::new(python)
+}
+
 /// Runs a command that must succeed and returns its standard output.
 pub fn run_ok(command: &mut Command) -> String {
     let output = output_of(command);
