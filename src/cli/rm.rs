@@ -34,8 +34,9 @@ Examples:
 /// already starts with DIR has it stripped first, as `relabel --root`
 /// does. A relative PATH is refused. The removable root may be a mount
 /// point (a filesystem at its own root, or bound onto itself), never a
-/// bind mount of another directory. Only objects strictly below a `removable: true` root (`/var/mnt`
-/// in the default layout) are removed, never the root itself. Every level
+/// bind mount of another directory. Only objects strictly below a
+/// `removable: true` root (`/var/mnt` in the default layout) are removed,
+/// never the root itself. Every level
 /// is resolved from the removable root with `openat2` and
 /// RESOLVE_BENEATH, RESOLVE_NO_SYMLINKS, RESOLVE_NO_MAGICLINKS and
 /// RESOLVE_NO_XDEV: a symlink on the way, a mount point, `..`, and an
