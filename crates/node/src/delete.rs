@@ -94,6 +94,24 @@ fn own_working_directory() {
     OWN_WORKING_DIR.with(|flag| flag.set(own));
 }
 
+/// Moves this thread's working directory up to `parent` before one of
+/// its subdirectories is removed. A working directory left deep in a
+/// removed chain pins every dentry down to it, and each `rmdir` above
+/// walks them again (`shrink_dcache_parent`): a chain with a file at its
+/// bottom took time quadratic in its depth.
+fn leave_for(parent: Dir<'_>) {
+    let current = WORKING_DIR_NODE.with(Cell::get);
+    if current == 0 || current == parent.id {
+        return;
+    }
+    let now = if rustix::process::fchdir(parent.fd).is_ok() {
+        parent.id
+    } else {
+        0
+    };
+    WORKING_DIR_NODE.with(|node| node.set(now));
+}
+
 /// Types whose objects must never be deleted (the layout's protected
 /// types), checked on every object's label.
 #[derive(Debug, Default)]
@@ -810,6 +828,7 @@ impl<'a> Deleter<'a> {
         if self.options.dry_run {
             return self.count_dir(bytes);
         }
+        leave_for(parent);
         match fsroot::remove_dir(parent.fd, name) {
             Ok(()) => self.count_dir(bytes),
             Err(Errno::NOENT) => {}
