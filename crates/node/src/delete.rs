@@ -42,7 +42,10 @@
 //! directory (`unshare(CLONE_FS)` when the pool starts it), `fchdir`s
 //! into the directory it lists and reads `lgetxattr(NAME)`: one lookup of
 //! one name, never followed. A thread that could not unshare reads
-//! through `/proc` as before.
+//! through `/proc` as before. A working directory pins the dentries of
+//! every directory down to it, removed or not, and each `rmdir` above it
+//! walks them: a thread climbs out of a directory before removing it, and
+//! leaves for `/` when a task is done, so no removed chain stays pinned.
 
 use std::cell::Cell;
 use std::collections::BTreeSet;
@@ -110,6 +113,15 @@ fn leave_for(parent: Dir<'_>) {
         0
     };
     WORKING_DIR_NODE.with(|node| node.set(now));
+}
+
+/// Moves this thread's working directory to `/` when a task is done: the
+/// directory it was in may be removed later by another thread, and all
+/// its ancestors after it (see [`leave_for`]).
+fn leave_working_dir() {
+    if WORKING_DIR_NODE.with(Cell::get) != 0 && rustix::process::chdir("/").is_ok() {
+        WORKING_DIR_NODE.with(|node| node.set(0));
+    }
 }
 
 /// Types whose objects must never be deleted (the layout's protected
@@ -493,7 +505,10 @@ impl<'a> Deleter<'a> {
     fn spawn_dir<'s>(&'s self, scope: &rayon::Scope<'s>, parent: &Arc<Node>, name: CString) {
         parent.pending.fetch_add(1, Ordering::Relaxed);
         let parent = Arc::clone(parent);
-        scope.spawn(move |scope| self.enter(scope, parent, name));
+        scope.spawn(move |scope| {
+            self.enter(scope, parent, name);
+            leave_working_dir();
+        });
     }
 
     /// Lists `dir` whole, removing every non-directory and handing each
