@@ -6,6 +6,9 @@
 //! contents or the apply's owner, mode and label. Controls: the naive
 //! sequence (`mkdir`, then open or change by path, the window widened by
 //! a pause as a preemption would) on a decoy lands in the decoy.
+//!
+//! `SEMANIFEST_RACE_RUNS=20000` runs each race longer (a soak); the
+//! default keeps each test to a few seconds.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -23,6 +26,14 @@ use super::arena::*;
 use super::mounts::layout_with_shared;
 
 const RUNS: usize = 1000;
+
+/// How many times each race runs: `SEMANIFEST_RACE_RUNS`, or [`RUNS`].
+fn runs() -> usize {
+    std::env::var("SEMANIFEST_RACE_RUNS")
+        .ok()
+        .and_then(|runs| runs.parse().ok())
+        .unwrap_or(RUNS)
+}
 /// How long the racer holds a mount before it detaches it.
 const HOLD: Duration = Duration::from_micros(20);
 /// The naive sequence's pause between its `mkdir` and what follows.
@@ -133,7 +144,8 @@ fn a_mount_racing_onto_the_trash_never_gets_it_marked_or_emptied() {
     let sentinel = arena.sentinel_digest();
     let racer = Racer::start(etcd.clone(), containerd.join(".semanifest-trash"));
     let mut said: BTreeMap<String, u64> = BTreeMap::new();
-    for run in 0..RUNS {
+    let runs = runs();
+    for run in 0..runs {
         fs::create_dir_all(containerd.join("d/e")).expect("mkdir");
         fs::write(containerd.join("f"), "x").expect("write");
         fs::write(containerd.join("d/e/g"), "y").expect("write");
@@ -153,7 +165,7 @@ fn a_mount_racing_onto_the_trash_never_gets_it_marked_or_emptied() {
     }
     let hits = racer.stop();
     eprintln!(
-        "{RUNS} prunes, the racer mounted etcd on the trash {hits} times; prune said {said:#?}"
+        "{runs} prunes, the racer mounted etcd on the trash {hits} times; prune said {said:#?}"
     );
     assert!(hits > 0, "the racer got its mount onto a trash");
     let mut trusted = [0u8; 16];
@@ -231,7 +243,8 @@ fn a_mount_racing_onto_the_apply_directory_never_gets_it_chowned() {
     let racer = Racer::start(etcd.clone(), arena.path("var/mnt/.semanifest-apply"));
     let mut said: BTreeMap<String, u64> = BTreeMap::new();
     let mut created = 0;
-    for run in 0..RUNS {
+    let runs = runs();
+    for run in 0..runs {
         let _ = fs::remove_dir(&shared);
         match node::apply(&parsed.layout, &contexts, &root, ApplyMode::Write) {
             Ok(report) => {
@@ -249,7 +262,7 @@ fn a_mount_racing_onto_the_apply_directory_never_gets_it_chowned() {
     }
     let hits = racer.stop();
     eprintln!(
-        "{RUNS} applies ({created} directories created), the racer mounted etcd on \
+        "{runs} applies ({created} directories created), the racer mounted etcd on \
          .semanifest-apply {hits} times; apply said {said:#?}"
     );
     assert!(hits > 0, "the racer got its mount onto the apply directory");
