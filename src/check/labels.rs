@@ -99,13 +99,19 @@ pub(crate) fn check(
                 ),
             ),
             What::Project { .. } | What::Limits { .. } => continue,
-            What::Trash { .. } => (
+            What::Trash { entries, .. } => (
                 &rules::APPLY_DRIFT,
                 Severity::Warning,
                 format!(
-                    "{} holds a trash left by an interrupted prune; `semanifest apply` or \
-                     `prune` empties it",
-                    change.path
+                    "{} holds a trash ({}), left by an interrupted prune or holding what a \
+                     prune could not delete (an immutable file, a mount placed in it){}; \
+                     `semanifest prune` or `apply` tries again, and names what stays",
+                    change.path,
+                    node::TRASH_NAME,
+                    match entries {
+                        Some(entries) => format!(": {entries} entries"),
+                        None => String::new(),
+                    }
                 ),
             ),
         };

@@ -32,6 +32,18 @@ pub struct CheckOptions {
     /// layout, kept as `apply --keep-symlink` keeps them.
     pub keep_symlinks: Vec<String>,
     pub secilc: Option<PathBuf>,
+    /// Compile and check the policy even when only Kubernetes YAML is
+    /// checked (see [`CheckOptions::runs_policy`]).
+    pub policy: bool,
+}
+
+impl CheckOptions {
+    /// Whether the policy phase (secilc, setools) runs. Judging workload
+    /// YAML needs only the validated layout model, so `--k8s` alone skips
+    /// it; `--policy`, `--include`, `--labels` or no `--k8s` run it.
+    pub fn runs_policy(&self) -> bool {
+        self.policy || !self.includes.is_empty() || self.labels.is_some() || self.k8s.is_empty()
+    }
 }
 
 /// A phase could not run.
@@ -67,13 +79,15 @@ pub fn run(parsed: &Parsed, options: &CheckOptions) -> CheckOutcome {
         .extend(parsed.warnings.iter().map(|d| d.to_finding(&parsed.source)));
     outcome.findings.extend(layout::hazards(parsed));
 
-    let inputs = compiled_policy::PolicyInputs {
-        includes: &options.includes,
-        secilc: options.secilc.as_deref(),
-    };
-    match compiled_policy::check(parsed, &inputs) {
-        Ok(findings) => outcome.findings.extend(findings),
-        Err(error) => outcome.input_errors.push(error.to_string()),
+    if options.runs_policy() {
+        let inputs = compiled_policy::PolicyInputs {
+            includes: &options.includes,
+            secilc: options.secilc.as_deref(),
+        };
+        match compiled_policy::check(parsed, &inputs) {
+            Ok(findings) => outcome.findings.extend(findings),
+            Err(error) => outcome.input_errors.push(error.to_string()),
+        }
     }
 
     let contexts = || {

@@ -396,9 +396,36 @@ struct SarifPhysicalLocation<'a> {
     region: SarifRegion<'a>,
 }
 
+/// A file by its URI, or the embedded default layout, which has none: it
+/// is described instead, so that no viewer looks for a file of that name.
 #[derive(Serialize)]
 struct SarifArtifactLocation {
-    uri: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    uri: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    description: Option<SarifText>,
+}
+
+impl SarifArtifactLocation {
+    fn of(file: &str) -> Self {
+        if file == layout::manifest::DEFAULT_LAYOUT_NAME {
+            SarifArtifactLocation {
+                uri: None,
+                description: Some(SarifText {
+                    text: format!(
+                        "the default layout embedded in {} {} (`semanifest layout` prints it)",
+                        env!("CARGO_PKG_NAME"),
+                        env!("CARGO_PKG_VERSION")
+                    ),
+                }),
+            }
+        } else {
+            SarifArtifactLocation {
+                uri: Some(path_to_uri_reference(file)),
+                description: None,
+            }
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -426,9 +453,7 @@ fn sarif_location<'a>(
     SarifLocation {
         id,
         physical_location: SarifPhysicalLocation {
-            artifact_location: SarifArtifactLocation {
-                uri: path_to_uri_reference(&location.file),
-            },
+            artifact_location: SarifArtifactLocation::of(&location.file),
             region: SarifRegion {
                 start_line: location.pos.line.max(1),
                 start_column: location.pos.column.max(1),

@@ -76,18 +76,27 @@ rule!(STORE_FILECON_RESOLVED, "store-filecon-resolved", "StoreFileContextResolve
 rule!(STORE_FILECON_KEPT, "store-filecon-kept", "StoreFileContextKept", Note,
     "A store file context keeps labelling what it names below an unprotected layout path.",
     "Below unprotected paths the store's refinements (e.g. container image layers) stay; name the path in the layout to change it.");
-rule!(STORE_FILECON_ALIASED, "store-filecon-aliased", "StoreFileContextAliased", Warning,
-    "The store's substitution files alias a layout path elsewhere, so its label cannot apply.",
-    "libselinux rewrites keys below an alias (e.g. /var/run → /run) before matching: the layout's spec for it never matches.");
+rule!(STORE_FILECON_ALIASED, "store-filecon-aliased", "StoreFileContextAliased", Note,
+    "The store's substitution files alias a layout path elsewhere; it is labelled through the alias.",
+    "libselinux rewrites keys below an alias (e.g. /var/mnt → /mnt) before matching, so the layout's type is given to the real path: by the store's own lines when they already give it, else by the module's.");
 rule!(STORE_PREDICTION, "store-prediction", "StorePrediction", Warning,
     "The store compiled here differs from what the store built itself.",
     "The predicted policy.33 is then not byte-for-byte what semodule will install (local customisations, another libsepol).");
 rule!(STORE_REACH, "store-reach", "StoreReach", Note,
     "Domains outside the workload set can still reach a protected type, by the store's design.",
     "On a distribution, unconfined and administrative domains reach every file type; the protection holds against workloads, and the rest is shown, not hidden.");
+rule!(STORE_PROOF, "store-proof", "StoreProof", Error,
+    "The layout's protections were not proven on the store.",
+    "The secilc run does not enforce neverallows (a probe policy that breaks one compiled), so nothing it accepted is proven.");
+rule!(STORE_NEVERALLOWS, "store-neverallows", "StoreNeverallows", Note,
+    "The store's own modules break some of its neverallows.",
+    "A store with expand-check=0 is installed without neverallow checks; its own violations are honoured as the store honours them, and only the layout's neverallows decide.");
+rule!(STORE_ACCESS_LOST, "store-access-lost", "StoreAccessLost", Warning,
+    "Store domains lose access to a path the layout gives a new type.",
+    "A re-typed path leaves the store's rules on its old type behind; below a protected path only its store owners keep their access, so every service that needed it stops working on an enforcing node.");
 
 /// Every rule of this module, for documentation and SARIF.
-pub static RULES: [&Rule; 20] = [
+pub static RULES: [&Rule; 23] = [
     &FC_SHADOWED,
     &FC_ORDER,
     &FC_BASE_OVERLAP,
@@ -108,4 +117,7 @@ pub static RULES: [&Rule; 20] = [
     &STORE_FILECON_ALIASED,
     &STORE_PREDICTION,
     &STORE_REACH,
+    &STORE_PROOF,
+    &STORE_NEVERALLOWS,
+    &STORE_ACCESS_LOST,
 ];

@@ -11,6 +11,7 @@ use layout::diag::{Finding, Location, Pos, Related, Rule};
 use layout::manifest::Parsed;
 use store::filecons::{Event, FileconError, Unresolvable};
 use store::module_report::{describe_event, kept_summary, ModuleReport, Verification};
+use store::Proof;
 use store::{self, Baseline, ModuleError};
 
 /// What the store phase found.
@@ -43,17 +44,6 @@ pub(crate) fn check(
     options: &store::ModuleOptions,
 ) -> StoreOutcome {
     let mut outcome = StoreOutcome::default();
-    if let Verification::Differs { why } = &baseline.verification {
-        outcome.findings.push(finding(
-            &rules::STORE_PREDICTION,
-            parsed,
-            None,
-            format!(
-                "{}: the store compiled here is not what it built itself: {why}",
-                baseline.store.origin.display()
-            ),
-        ));
-    }
     let build = match store::build(baseline, parsed, options) {
         Ok(build) => build,
         Err(error) => {
@@ -62,6 +52,24 @@ pub(crate) fn check(
         }
     };
     let report = &build.report;
+    let origin = baseline.store.origin.display();
+    match &report.verification {
+        Verification::Identical { .. } => {}
+        Verification::Differs { why } => outcome.findings.push(finding(
+            &rules::STORE_PREDICTION,
+            parsed,
+            None,
+            format!("{origin}: the store compiled here is not what it built itself: {why}"),
+        )),
+        Verification::Unavailable { why } => outcome.findings.push(finding(
+            &rules::STORE_PREDICTION,
+            parsed,
+            None,
+            format!("{origin}: the prediction cannot be verified: {why}"),
+        )),
+    }
+    proof_findings(parsed, report, &mut outcome);
+    losses_findings(parsed, report, &mut outcome);
     for path in &report.paths {
         let pos = path_pos(parsed, &path.path);
         for event in &path.events {
@@ -102,7 +110,14 @@ pub(crate) fn check(
         let groups: Vec<String> = reach
             .groups
             .iter()
-            .map(|g| format!("via {} ({}): {}", g.via, g.access, g.domains.join(" ")))
+            .map(|g| {
+                format!(
+                    "via {} ({}): {}",
+                    g.via,
+                    g.describe_access(),
+                    g.domains.join(" ")
+                )
+            })
             .collect();
         outcome.findings.push(finding(
             &rules::STORE_REACH,
@@ -133,6 +148,89 @@ pub(crate) fn check(
     outcome
 }
 
+/// Whether the protections were proven, and the store's own neverallows
+/// that its modules break.
+fn proof_findings(parsed: &Parsed, report: &ModuleReport, outcome: &mut StoreOutcome) {
+    match &report.proof {
+        Proof::NotRun { why } => outcome.findings.push(finding(
+            &rules::STORE_PROOF,
+            parsed,
+            None,
+            format!("the protections are not proven: {why}"),
+        )),
+        Proof::Proven {
+            store_violations, ..
+        } if !store_violations.is_empty() => {
+            let examples: Vec<String> = store_violations
+                .iter()
+                .take(3)
+                .map(|v| format!("{} at {}", v.neverallow, v.at))
+                .collect();
+            outcome.findings.push(finding(
+                &rules::STORE_NEVERALLOWS,
+                parsed,
+                None,
+                format!(
+                    "the store's own modules break {} of its neverallows ({}{}); {}",
+                    store_violations.len(),
+                    examples.join("; "),
+                    if store_violations.len() > 3 {
+                        "; …"
+                    } else {
+                        ""
+                    },
+                    if report.expand_check {
+                        "reported only"
+                    } else {
+                        "honoured as the store honours them: expand-check=0, semodule checks none"
+                    }
+                ),
+            ))
+        }
+        Proof::Proven { .. } => {}
+    }
+}
+
+/// Every store domain that loses access to a re-typed path.
+fn losses_findings(parsed: &Parsed, report: &ModuleReport, outcome: &mut StoreOutcome) {
+    for item in report.retyped.iter().filter(|i| !i.groups.is_empty()) {
+        let pos = item.paths.first().and_then(|p| path_pos(parsed, p));
+        let groups: Vec<String> = item
+            .groups
+            .iter()
+            .map(|g| {
+                format!(
+                    "via {} on {} ({}: {}): {}",
+                    g.via,
+                    g.on,
+                    g.grade.as_str(),
+                    store::describe_permissions(&g.permissions),
+                    g.domains.join(" ")
+                )
+            })
+            .collect();
+        outcome.findings.push(finding(
+            &rules::STORE_ACCESS_LOST,
+            parsed,
+            pos,
+            format!(
+                "{} store domain{} lose access to `{}` ({}, was {}){}: {}",
+                item.domains,
+                if item.domains == 1 { "" } else { "s" },
+                item.paths.join("`, `"),
+                item.type_name,
+                item.old_types.join(", "),
+                if item.protected {
+                    "; the layout protects it from them (name a service in `storeOwners` to keep it)"
+                } else {
+                    ""
+                },
+                groups.join("; ")
+            ),
+        ));
+    }
+}
+
 fn failure(parsed: &Parsed, error: ModuleError, outcome: &mut StoreOutcome) {
     match error {
         ModuleError::Store(error) => outcome.input_errors.push(error.to_string()),
@@ -155,7 +253,9 @@ fn failure(parsed: &Parsed, error: ModuleError, outcome: &mut StoreOutcome) {
                 Unresolvable::Local { mismatch, .. } | Unresolvable::NoProgress { mismatch } => {
                     mismatch.probe.path.clone()
                 }
-                Unresolvable::NoEquivalent { path, .. } => path.clone(),
+                Unresolvable::NoEquivalent { path, .. } | Unresolvable::Alias { path, .. } => {
+                    path.clone()
+                }
             };
             let pos = path_pos(parsed, &path);
             outcome.findings.push(finding(
@@ -172,7 +272,12 @@ fn failure(parsed: &Parsed, error: ModuleError, outcome: &mut StoreOutcome) {
                     .push(finding(&rules::STORE_FILECON, parsed, None, line));
             }
         }
-        ModuleError::Rejected { violations, output } => {
+        ModuleError::Rejected {
+            violations,
+            hint,
+            output,
+        } => {
+            let hint = hint.map(|h| format!("; {h}")).unwrap_or_default();
             if violations.is_empty() {
                 outcome.findings.push(finding(
                     &rules::POLICY_SECILC,
@@ -194,7 +299,7 @@ fn failure(parsed: &Parsed, error: ModuleError, outcome: &mut StoreOutcome) {
                     parsed,
                     pos,
                     format!(
-                        "protected path `{}` ({}) is reachable by the workload set on this store{}",
+                        "protected path `{}` ({}) is reachable by the workload set on this store{}{hint}",
                         violation.path,
                         violation.type_name,
                         violation

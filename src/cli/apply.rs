@@ -18,10 +18,21 @@ quotas (ext4 made with `-O quota,project`, or XFS, mounted `prjquota`);
 otherwise apply changes nothing at all and exits 2, naming the mount and
 the option it needs.
 
-Exit codes: 0 placed (or nothing to change); 1 some directories could not
-be placed (each is reported), or --check found drift; 2 usage errors or bad
-input (layout, an owner missing from ROOT/etc/passwd, a root that cannot be
-opened, a capacity on a filesystem without project quotas).
+A declared directory may be a mount point, and so may a directory on its
+way, when the mount is a filesystem mounted at its own root (a disk, a
+volume, a tmpfs), a directory bound onto itself, or the layout's own
+mount (a tmpfs where it declares one); a bind mount of another directory
+there is refused before anything changes (exit 2), since apply would
+chown, chmod and label that directory instead.
+
+Exit codes: 0 placed (or nothing to change), warnings included: what
+could not be deleted from a trash a prune left (an immutable file, a
+mount placed in it) is reported and tried again at the next run, but
+never stops the boot; 1 some directories could not be placed (each is
+reported), or --check found drift; 2 usage errors or bad input (layout,
+an owner missing from ROOT/etc/passwd, a root that cannot be opened, a
+capacity on a filesystem without project quotas, a mount that may not be
+acted through: nothing was changed).
 
 Examples:
   semanifest apply                             place the default layout on /
@@ -36,9 +47,11 @@ Examples:
 /// the label the file contexts give it. A missing directory is born with
 /// everything right: it is made under a temporary name, set up, and
 /// renamed into place. Drift is repaired and each repair reported; a
-/// second run changes nothing. Symlinks are never followed, and nothing in
-/// the way is ever deleted or replaced: an error names it. A trash left by
-/// an interrupted `prune` is emptied.
+/// second run changes nothing. Symlinks are never followed, nothing in
+/// the way is ever deleted or replaced (an error names it), and nothing is
+/// done through a bind mount of another directory. A trash left by an
+/// interrupted `prune` is emptied; what cannot be deleted from it is a
+/// warning.
 #[derive(ClapArgs, Debug)]
 #[command(after_help = AFTER_HELP)]
 pub struct Args {
@@ -132,6 +145,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     for error in &report.errors {
         eprintln!("semanifest: error: {error}");
     }
+    for warning in &report.warnings {
+        eprintln!("semanifest: warning: {warning}");
+    }
     if args.format.is_json() {
         super::print_json(JSON_VERSION, &report)?;
     } else {
@@ -154,6 +170,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         )
     };
     let capacities: u64 = report.capacities.iter().map(|c| c.objects).sum();
+    let outcome = match report.warnings.len() {
+        0 => outcome,
+        n => format!("{outcome}, {n} warnings"),
+    };
     eprintln!(
         "apply: {} directories: {outcome}{}{} in {:.2} s",
         report.directories,

@@ -115,6 +115,16 @@ pub fn run(request: Request) -> Result<u8> {
         baseline.profile.name.as_str()
     );
     let build = store::build(&baseline, &parsed, &options)?;
+    let report = &build.report;
+    if let Some(why) = report.verification.unverified() {
+        eprintln!("semanifest: warning: the prediction is not verified: {why}");
+    }
+    if !report.proof.is_proven() {
+        eprintln!(
+            "semanifest: warning: {}",
+            report.proof.describe(report.expand_check)
+        );
+    }
     let written = build.write(&request.out)?;
     super::print_stdout(store::module_report::render_text(&build.report).as_bytes())?;
     for path in written {

@@ -12,7 +12,10 @@ const AFTER_HELP: &str = "\
 Phases, in order:
   layout      every manifest rule, plus file_contexts hazards (a path whose
               spec never wins, specs ordered only by strcmp, base overlaps)
-  policy      base + layout + --include compiled with secilc; a broken
+  policy      (skipped when --k8s is all there is to check, unless --policy
+              or --include: the workload judgement reads the validated
+              layout, not the binary policy)
+              base + layout + --include compiled with secilc; a broken
               neverallow is reported at the manifest's `protected: true`;
               setools confirms no workload can transition into a domain
               that may touch a protected type
@@ -47,6 +50,7 @@ a missing tool. 2 wins over 1.
 
 Examples:
   semanifest check --k8s deploy/
+  semanifest check --policy --k8s deploy/
   semanifest check --layout node.yaml --include site.cil --k8s charts/rendered/ --format sarif > check.sarif
   semanifest check --labels /sysroot --format json
   semanifest check --labels /sysroot --keep-symlink /var/run
@@ -90,6 +94,10 @@ pub struct Args {
     /// Exit 1 on warnings too.
     #[arg(long)]
     deny_warnings: bool,
+    /// Run the policy phase (secilc, setools) with --k8s too; without it,
+    /// `check --k8s` judges workloads from the layout alone.
+    #[arg(long)]
+    policy: bool,
     /// The secilc to run (default: `secilc` on PATH).
     #[arg(long, value_name = "PATH")]
     secilc: Option<PathBuf>,
@@ -104,6 +112,7 @@ pub fn run(args: Args) -> Result<u8> {
         labels: args.labels.clone(),
         keep_symlinks: args.keep_symlink.clone(),
         secilc: args.secilc.clone(),
+        policy: args.policy,
     };
     let against = match &args.store.against {
         None => None,

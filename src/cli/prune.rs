@@ -22,12 +22,28 @@ paths are empty at every boot (--lifecycle ephemeral).
 Below a pruned path, a declared path with the same lifecycle that is not
 protected is emptied too (and kept); any other declared path is kept whole.
 
+A pruned path may be a mount point, and so may a directory on its way,
+when the mount is a filesystem mounted at its own root (a disk, a volume,
+a tmpfs), a directory bound onto itself, or the layout's own mount; a
+bind mount of another directory there is refused before anything changes
+(exit 2), since pruning through it would empty that directory. An entry
+labelled with a protected type of the layout (other than the pruned
+path's own) is never moved or deleted.
+
+On a full filesystem (no room for the trash, or for an entry's name in
+it), entries are deleted where they are, with the same checks; the report
+says how many went so and why.
+
 Exit codes: 0 everything selected was emptied (or, with --dry-run, could
-be counted); 1 some objects could not be removed (each is reported: a
-mount point below, a symlink or file where the layout's paths lead, a
-foreign .semanifest-trash, permissions, a read-only filesystem); 2 usage
-errors or bad input (layout, a PATH that is not a declared path, a root
-that cannot be opened).
+be counted); objects that could not be deleted from the trash (an
+immutable file, a mount placed in it) are warnings: they are no longer in
+the path, and the next prune or apply tries again; 1 something is left in
+a pruned path (each is reported: a mount point below, a symlink or file
+where the layout's paths lead, a protected label, a foreign
+.semanifest-trash, permissions, a read-only filesystem); 2 usage errors or
+bad input (layout, a PATH that is not a declared path or is relative, a
+root that cannot be opened, a mount that may not be pruned through:
+nothing was changed).
 
 Examples:
   semanifest prune --lifecycle cache           on upgrade: containerd state, overlays
@@ -112,6 +128,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let report = node::prune(&parsed.layout, &root, &selection, &options)?;
     for error in &report.errors {
         eprintln!("semanifest: error: {error}");
+    }
+    for warning in &report.warnings {
+        eprintln!("semanifest: warning: {warning}");
     }
     if args.format.is_json() {
         super::print_json(JSON_VERSION, &report)?;

@@ -16,8 +16,9 @@ const JSON_VERSION: u32 = 1;
 const AFTER_HELP: &str = "\
 Exit codes: 0 everything named was removed; 1 some objects could not be
 removed (each is reported; a PATH that does not exist is one); 2 refused or
-bad input: a PATH outside a removable root, the root itself, `..`, a
-symlink on the way, a mount point, a protected label, a directory without
+bad input: a PATH outside a removable root, the root itself, a relative
+PATH, `..`, a symlink on the way, a mount point, a bind mount of another
+directory on the removable root, a protected label, a directory without
 -r (then nothing at all was removed), or objects inside a tree kept for
 their label or a mount (the rest of the tree was removed).
 
@@ -31,8 +32,11 @@ Examples:
 ///
 /// Each PATH is a layout path (`/var/mnt/x`) taken below DIR; a PATH that
 /// already starts with DIR has it stripped first, as `relabel --root`
-/// does. Only objects strictly below a `removable: true` root (`/var/mnt`
-/// in the default layout) are removed, never the root itself. Every level
+/// does. A relative PATH is refused. The removable root may be a mount
+/// point (a filesystem at its own root, or bound onto itself), never a
+/// bind mount of another directory. Only objects strictly below a
+/// `removable: true` root (`/var/mnt` in the default layout) are removed,
+/// never the root itself. Every level
 /// is resolved from the removable root with `openat2` and
 /// RESOLVE_BENEATH, RESOLVE_NO_SYMLINKS, RESOLVE_NO_MAGICLINKS and
 /// RESOLVE_NO_XDEV: a symlink on the way, a mount point, `..`, and an

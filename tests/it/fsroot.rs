@@ -131,3 +131,56 @@ fn a_missing_or_non_directory_root_is_an_error_naming_it() {
     let root = Root::open(Path::new(&dir.path().join("root/var/link"))).expect("root");
     assert!(root.path().ends_with(b"/outside"));
 }
+
+/// A walk that closed an ancestor's fd reopens it as `..` only while the
+/// child is still where it was: moved elsewhere, `..` is another
+/// directory and the reopen says so (`ESTALE`). Control: unmoved, it is
+/// the same directory.
+#[test]
+fn a_parent_is_reopened_only_while_it_is_still_the_parent() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    fs::create_dir_all(dir.path().join("a/b")).expect("dirs");
+    fs::create_dir_all(dir.path().join("elsewhere")).expect("dirs");
+    let open = |path: &Path| {
+        rustix::fs::open(
+            path,
+            rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::RDONLY,
+            rustix::fs::Mode::empty(),
+        )
+        .expect("open")
+    };
+    let a = fsroot::Meta::of(std::os::fd::AsFd::as_fd(&open(&dir.path().join("a")))).expect("a");
+    let b = open(&dir.path().join("a/b"));
+    let again = fsroot::reopen_parent(std::os::fd::AsFd::as_fd(&b), &a).expect("unmoved");
+    let meta = fsroot::Meta::of(std::os::fd::AsFd::as_fd(&again)).expect("meta");
+    assert_eq!((meta.dev, meta.ino), (a.dev, a.ino));
+    fs::rename(dir.path().join("a/b"), dir.path().join("elsewhere/b")).expect("move");
+    assert_eq!(
+        fsroot::reopen_parent(std::os::fd::AsFd::as_fd(&b), &a).err(),
+        Some(rustix::io::Errno::STALE)
+    );
+}
+
+/// `make_dir` hands back the empty directory it made, and nothing in
+/// the way: an existing name is `EEXIST`, whatever it is.
+#[test]
+fn make_dir_hands_back_only_what_it_made() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let top = rustix::fs::open(
+        dir.path(),
+        rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::RDONLY,
+        rustix::fs::Mode::empty(),
+    )
+    .expect("open");
+    let made = fsroot::make_dir(&top, c"new", 0o700).expect("made");
+    assert!(fsroot::is_empty(std::os::fd::AsFd::as_fd(&made)).expect("list"));
+    fs::write(dir.path().join("file"), "x").expect("file");
+    symlink("new", dir.path().join("link")).expect("symlink");
+    for name in [c"new", c"file", c"link"] {
+        assert_eq!(
+            fsroot::make_dir(&top, name, 0o700).err(),
+            Some(rustix::io::Errno::EXIST),
+            "{name:?}"
+        );
+    }
+}

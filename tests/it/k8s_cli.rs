@@ -392,8 +392,8 @@ fn windows_workloads_are_skipped_with_a_note() {
 }
 
 /// Rook's cleanup job shape: a privileged container mounting
-/// `path: "<dataDirHostPath>"` keeps the privileged finding beside the
-/// invalid path.
+/// `path: "<dataDirHostPath>"` keeps the privileged finding, at its
+/// `privileged:` value, beside the invalid path.
 #[test]
 fn privileged_with_an_invalid_path_keeps_both() {
     let dir = tempfile::tempdir().unwrap();
@@ -423,13 +423,15 @@ spec:
         report.k8s(),
         [
             ("k8s-hostpath-invalid".to_owned(), 14, 26),
-            ("k8s-hostpath-privileged".to_owned(), 14, 26)
+            ("k8s-hostpath-privileged".to_owned(), 10, 39)
         ]
     );
-    let related = &report.find("k8s-hostpath-privileged", 14)["related"][0]["location"];
-    assert_eq!(
-        (related["line"].as_u64(), related["column"].as_u64()),
-        (Some(10), Some(39))
+    let message = report.find("k8s-hostpath-privileged", 10)["message"].clone();
+    assert!(
+        message
+            .as_str()
+            .is_some_and(|m| m.ends_with("mounts hostPath volume `cleanup` at `/rook`")),
+        "{message}"
     );
 }
 
@@ -442,4 +444,36 @@ fn the_upstream_directory_through_the_cli() {
     assert!(report.stderr.is_empty(), "{}", report.stderr);
     let expected = fs::read_to_string("tests/data/k8s/upstream.expected").unwrap();
     assert_eq!(report.k8s().len(), expected.lines().count());
+}
+
+/// `check --k8s` judges from the validated layout and runs no secilc (a
+/// secilc that does not exist is never asked for); `--policy` still runs
+/// it, which is the control: the same missing secilc is then bad input.
+#[test]
+fn k8s_alone_runs_no_policy_compiler() {
+    let file = Path::new("tests/data/k8s/corpus/etcd-backup.yaml");
+    let with = |extra: &[&str]| {
+        let mut command = semanifest();
+        command
+            .args([
+                "check",
+                "--format",
+                "json",
+                "--secilc",
+                "/nonexistent/secilc",
+            ])
+            .args(extra)
+            .arg("--k8s")
+            .arg(file);
+        run(&mut command)
+    };
+    let alone = with(&[]);
+    assert_eq!(alone.status.code(), Some(1), "{}", stderr(&alone));
+    assert!(stderr(&alone).is_empty(), "{}", stderr(&alone));
+    let report: serde_json::Value = serde_json::from_slice(&alone.stdout).unwrap();
+    assert!(report["summary"]["errors"].as_u64().unwrap() > 0);
+
+    let policy = with(&["--policy"]);
+    assert_eq!(policy.status.code(), Some(2), "{}", stdout(&policy));
+    assert!(stderr(&policy).contains("secilc"), "{}", stderr(&policy));
 }

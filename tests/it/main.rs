@@ -49,6 +49,8 @@ mod relabel_modes;
 mod relabel_setfiles;
 mod sarif_schema;
 mod store_container_selinux;
+mod store_fedora;
+mod store_quirks;
 mod store_refpolicy;
 mod support;
 mod system_pcre2;

@@ -57,6 +57,17 @@ fn rules() -> HostPathRules {
     }
 }
 
+fn odd_location() -> Location {
+    Location {
+        file: "pod.yaml".to_owned(),
+        pos: Pos {
+            line: 1,
+            column: 1,
+            width: 0,
+        },
+    }
+}
+
 fn findings() -> Vec<Finding> {
     let loaded = k8s::load_paths(&[Path::new("tests/data/k8s/corpus").to_path_buf()]);
     assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
@@ -80,6 +91,25 @@ fn findings() -> Vec<Finding> {
         related: vec![Related {
             location: odd,
             message: "again".to_owned(),
+        }],
+    });
+    // A layout declaration in the embedded default layout, which is no file.
+    findings.push(Finding {
+        rule: &k8s::RULE_PROTECTED,
+        severity: Severity::Error,
+        message: "embedded".to_owned(),
+        location: Some(odd_location()),
+        snippet: None,
+        related: vec![Related {
+            location: Location {
+                file: layout::manifest::DEFAULT_LAYOUT_NAME.to_owned(),
+                pos: Pos {
+                    line: 10,
+                    column: 11,
+                    width: 4,
+                },
+            },
+            message: "protected path declared here".to_owned(),
         }],
     });
     findings.push(Finding {
@@ -154,4 +184,35 @@ fn sarif_positions_and_uris_are_as_given() {
         let index = result["ruleIndex"].as_u64().unwrap() as usize;
         assert_eq!(rules[index]["id"], result["ruleId"]);
     }
+}
+
+/// The embedded default layout is an artifact with a description and no
+/// URI (a viewer would look for a file named `<embedded default layout>`);
+/// a layout file keeps its URI.
+#[test]
+fn sarif_embedded_layout_has_a_description_not_a_uri() {
+    let sarif = report::render_sarif(&findings());
+    let log: serde_json::Value = serde_json::from_str(&sarif).unwrap();
+    let results = log["runs"][0]["results"].as_array().unwrap();
+    let embedded = results
+        .iter()
+        .find(|r| r["message"]["text"] == "embedded")
+        .unwrap();
+    let artifact = &embedded["relatedLocations"][0]["physicalLocation"]["artifactLocation"];
+    assert!(artifact.get("uri").is_none(), "{artifact}");
+    let description = artifact["description"]["text"].as_str().unwrap();
+    assert!(description.contains("embedded"), "{description}");
+    assert!(!sarif.contains("%3Cembedded"), "{sarif}");
+    // Control: a named layout file is a URI.
+    let named = results
+        .iter()
+        .find(|r| {
+            r["relatedLocations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "layout.yaml"
+        })
+        .expect("a layout.yaml related location");
+    assert!(
+        named["relatedLocations"][0]["physicalLocation"]["artifactLocation"]
+            .get("description")
+            .is_none()
+    );
 }

@@ -208,7 +208,7 @@ fn check_against_reports_reach_by_granting_attribute() {
     assert!(
         reach
             .iter()
-            .all(|m| m.contains("via files_unconfined_type → file_type (write)")),
+            .all(|m| m.contains("via files_unconfined_type → file_type (write:")),
         "{reach:#?}"
     );
     assert!(reach.iter().all(|m| m.contains("spc_t")), "{reach:#?}");

@@ -6,12 +6,11 @@
 use crate::support::fc_oracle;
 
 use std::fs;
-use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use crate::support::store::digest;
+use crate::support::store::{copy_of, digest, refpolicy_store};
 use crate::support::{run, run_ok, semanifest, stderr, stdout, tool};
 use fc_oracle::{Answer, LibSelinux};
 use selabel::FileKind;
@@ -20,70 +19,9 @@ use store::{Baseline, ModuleOptions, Store};
 const MODULE: &str = "structured_var";
 const INSTALLED_FC: &str = "etc/selinux/default/contexts/files/file_contexts";
 
-/// The Debian refpolicy store with its container module is built once per
-/// machine and package versions by `scripts/refpolicy-store` into
-/// `target/tmp/` (about 10 s; tests that install into a store work on a
-/// copy). The packages whose versions decide the store's contents.
-const PACKAGES: &[&str] = &[
-    "selinux-policy-default",
-    "selinux-policy-src",
-    "selinux-policy-dev",
-    "policycoreutils",
-    "secilc",
-];
-
-/// A `semodule -p` root holding Debian's refpolicy store plus its container
-/// module. Built on first use (under a lock, so parallel tests and test
-/// binaries share one build) and never modified afterwards.
-fn refpolicy_store() -> PathBuf {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/refpolicy-store");
-    let mut versions = Command::new("dpkg-query");
-    versions
-        .arg("-W")
-        .arg("-f=${Package} ${Version}\n")
-        .args(PACKAGES);
-    let versions = run_ok(&mut versions);
-    let mut hasher = DefaultHasher::new();
-    versions.hash(&mut hasher);
-    fs::read(&script)
-        .expect("scripts/refpolicy-store")
-        .hash(&mut hasher);
-    let key = format!("{:016x}", hasher.finish());
-
-    let cache = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    fs::create_dir_all(cache).expect("target/tmp");
-    let root = cache.join(format!("refpolicy-store-{key}"));
-    let lock =
-        fs::File::create(cache.join(format!("refpolicy-store-{key}.lock"))).expect("lock file");
-    lock.lock().expect("lock the store cache");
-    let done = root.join(".complete");
-    if !done.exists() {
-        let building = cache.join(format!("refpolicy-store-{key}.building"));
-        let _ = fs::remove_dir_all(&building);
-        run_ok(Command::new(&script).arg(&building));
-        let _ = fs::remove_dir_all(&root);
-        fs::rename(&building, &root).expect("move the built store in place");
-        fs::write(&done, versions).expect("mark the store complete");
-    }
-    lock.unlock().expect("unlock the store cache");
-    root
-}
-
 /// The store directory inside a root built by [`refpolicy_store`].
 fn store_dir(root: &Path) -> PathBuf {
-    root.join("var/lib/selinux/default")
-}
-
-/// A private copy of a store root, to install into.
-fn copy_of(root: &Path) -> tempfile::TempDir {
-    let copy = tempfile::tempdir().expect("temporary directory");
-    run_ok(
-        Command::new("cp")
-            .arg("-a")
-            .arg(format!("{}/.", root.display()))
-            .arg(copy.path()),
-    );
-    copy
+    crate::support::store::store_dir(root, "default")
 }
 
 /// The default layout built against the store once for this file, then
@@ -438,10 +376,10 @@ fn report_names_collisions_the_workload_set_and_who_else_reaches() {
         .iter()
         .find(|p| p["reach"]["type_name"] == "etcd_var_t")
         .unwrap();
-    assert_eq!(
-        etcd["reach"]["workload_traversal"],
-        serde_json::json!(["container_t"])
-    );
+    let workload = etcd["reach"]["workload"].as_array().unwrap();
+    assert_eq!(workload.len(), 1, "{workload:#?}");
+    assert_eq!(workload[0]["leftover"], "traversal");
+    assert_eq!(workload[0]["domains"], serde_json::json!(["container_t"]));
     let vias: Vec<&str> = etcd["reach"]["groups"]
         .as_array()
         .unwrap()
@@ -587,12 +525,12 @@ fn every_store_form_compiles_to_the_same_policy() {
     let options = ModuleOptions::default();
     let from_root = Baseline::prepare(&root, &options, None).unwrap();
     assert!(matches!(
-        from_root.verification,
+        from_root.verification().unwrap(),
         store::Verification::Identical { .. }
     ));
     let from_store_dir = Baseline::prepare(&store_dir(&root), &options, None).unwrap();
     assert!(matches!(
-        from_store_dir.verification,
+        from_store_dir.verification().unwrap(),
         store::Verification::Identical { .. }
     ));
     // A directory of CIL as `semodule -E --cil` writes it.
@@ -605,8 +543,11 @@ fn every_store_form_compiles_to_the_same_policy() {
         .unwrap();
     }
     let from_cil = Baseline::prepare(extracted.path(), &options, None).unwrap();
-    assert_eq!(from_cil.verification, store::Verification::Unavailable);
-    let policy = |b: &Baseline| fs::read(&b.stock.policy).unwrap();
+    assert!(matches!(
+        from_cil.verification().unwrap(),
+        store::Verification::Unavailable { .. }
+    ));
+    let policy = |b: &Baseline| fs::read(b.stock_policy()).unwrap();
     assert_eq!(policy(&from_root), policy(&from_store_dir));
     assert_eq!(policy(&from_root), policy(&from_cil));
     assert_eq!(from_root.profile.name, store::ProfileName::Refpolicy);

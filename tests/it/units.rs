@@ -969,7 +969,7 @@ fn ephemeral_paths_on_disk_are_pruned_before_apply() {
     let text = apply_unit(&set);
     assert!(
         text.contains(&format!(
-            "ExecStartPre=/usr/bin/semanifest prune --layout {} /var/cache/node /var/tmp\n",
+            "ExecStartPre=-/usr/bin/semanifest prune --layout {} /var/cache/node /var/tmp\n",
             units::LAYOUT_FILE
         )),
         "{text}"
@@ -989,7 +989,7 @@ fn ephemeral_paths_on_disk_are_pruned_before_apply() {
     let text = apply_unit(&render(&parsed, &image));
     assert!(
         text.contains(&format!(
-            "ExecStartPre=/usr/bin/semanifest prune --layout {} /var/cache/node\n",
+            "ExecStartPre=-/usr/bin/semanifest prune --layout {} /var/cache/node\n",
             units::LAYOUT_FILE
         )),
         "{text}"

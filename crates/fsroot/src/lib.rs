@@ -35,8 +35,11 @@
 //!   ([`replace_file`], [`replace_symlink`] in an open directory).
 //! - [`Root::read_file`] reads a regular file (never a FIFO or device),
 //!   [`Root::mounts_below`] lists the mount points under a key (from
-//!   `/proc/self/mountinfo`), and [`Root::lock`] serialises the commands
-//!   that change a tree.
+//!   the mount table, [`MountTable`], which also tells a filesystem
+//!   mounted at its own root from a bind mount of one of its
+//!   directories), [`Root::reach_dir`] names the mount points on the way
+//!   to a directory, and [`Root::lock`] serialises the commands that
+//!   change a tree.
 //!
 //! Requirements, checked by [`Root::open`] with a clear error: Linux 5.6
 //! (`openat2`) and 5.8 (`statx` mount ids), and `/proc` mounted.
@@ -65,10 +68,10 @@ use rustix::io::Errno;
 pub use entry::{Entry, Handle, Meta};
 pub use escape::EscapedPath;
 pub use key::components;
-pub use mounts::MountLine;
+pub use mounts::{MountInfo, MountShape, MountTable};
 pub use ops::{
-    make_dir, open_dir_beneath, open_listing_beneath, remove_dir, rename_noreplace, reopen_dir,
-    unlink, Crossing,
+    is_empty, make_dir, open_dir_beneath, open_listing_beneath, remove_dir, rename_noreplace,
+    reopen_dir, reopen_parent, unlink, Crossing,
 };
 pub use write::{replace_file, replace_symlink};
 
@@ -148,6 +151,25 @@ impl Error {
             error: errno.into(),
         }
     }
+}
+
+/// A directory reached with [`Root::reach_dir`].
+#[derive(Debug)]
+pub struct Reached {
+    /// `O_PATH | O_DIRECTORY`.
+    pub fd: OwnedFd,
+    pub meta: Meta,
+    /// The mount points entered on the way (the directory itself
+    /// included), outermost first.
+    pub mounts: Vec<MountAt>,
+}
+
+/// A mount point entered at `key`: the mount is `id` (`stx_mnt_id`, the
+/// first field of its mountinfo line).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MountAt {
+    pub key: Vec<u8>,
+    pub id: u64,
 }
 
 /// A directory every resolution starts from and never leaves.
@@ -399,37 +421,55 @@ impl Root {
     }
 
     /// The keys of the mount points strictly below `key` (bind mounts of
-    /// the same filesystem included), from `/proc/self/mountinfo`: what a
+    /// the same filesystem included), from the mount table: what a
     /// command that must not cross a mount refuses before it starts. The
     /// walks check mount ids as well, for mounts made meanwhile.
     pub fn mounts_below(&self, key: &[u8]) -> Result<Vec<Vec<u8>>, Error> {
-        let mountinfo = b"/proc/self/mountinfo";
-        let text =
-            std::fs::read(std::str::from_utf8(mountinfo).unwrap_or_default()).map_err(|error| {
-                Error::Io {
-                    path: mountinfo.to_vec(),
-                    error,
-                }
-            })?;
+        let table = MountTable::read()?;
         let at = self.display(key);
-        let mut below: Vec<Vec<u8>> = mounts::mount_points(&text)
-            .filter(|point| point != &at && key::is_at_or_below(point, &at))
-            .filter_map(|point| key::below(&point, &self.path))
+        let mut below: Vec<Vec<u8>> = table
+            .iter()
+            .map(|mount| &mount.point)
+            .filter(|point| point.as_slice() != at.as_slice() && key::is_at_or_below(point, &at))
+            .filter_map(|point| key::below(point, &self.path))
             .collect();
         below.sort();
         below.dedup();
         Ok(below)
     }
 
-    /// The mount `id` (a [`Meta::mount`]) as `/proc/self/mountinfo`
-    /// describes it; `None` when it is gone.
-    pub fn mount_line(&self, id: u64) -> Result<Option<MountLine>, Error> {
-        let mountinfo = "/proc/self/mountinfo";
-        let text = std::fs::read(mountinfo).map_err(|error| Error::Io {
-            path: mountinfo.as_bytes().to_vec(),
-            error,
-        })?;
-        Ok(mounts::line_of(&text, id))
+    /// The directory at `key` (no symlink on the way, the last component
+    /// included), reached one component at a time from the root, with
+    /// every mount point entered on the way: what a command checks before
+    /// it acts on a directory another mount may have been placed on. The
+    /// mounts are those the opened fds are on, so a mount placed or
+    /// removed meanwhile cannot be told apart from the one entered.
+    pub fn reach_dir(&self, key: &[u8]) -> Result<Reached, Error> {
+        let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let mut fd = rfs::openat(&self.fd, c".", flags, Mode::empty())
+            .map_err(|errno| self.error(key, b"/", errno))?;
+        let mut meta = Meta::of(fd.as_fd()).map_err(|errno| self.error(key, b"/", errno))?;
+        let mut mounts = Vec::new();
+        let mut walked = Vec::new();
+        for component in components(key) {
+            walked.push(b'/');
+            walked.extend_from_slice(component);
+            let name =
+                CString::new(component).map_err(|_| self.error(key, &walked, Errno::INVAL))?;
+            let next = open_dir_beneath(&fd, &name, Crossing::Mounts)
+                .map_err(|errno| self.error(key, &walked, errno))?;
+            let next_meta =
+                Meta::of(next.as_fd()).map_err(|errno| self.error(key, &walked, errno))?;
+            if next_meta.mount != meta.mount {
+                mounts.push(MountAt {
+                    key: walked.clone(),
+                    id: next_meta.mount,
+                });
+            }
+            fd = next;
+            meta = next_meta;
+        }
+        Ok(Reached { fd, meta, mounts })
     }
 
     /// Holds an exclusive `flock` on the root directory until the returned

@@ -6,10 +6,12 @@
 use std::ffi::CStr;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
-use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags, RenameFlags, ResolveFlags, CWD};
+use rustix::fs::{
+    self as rfs, AtFlags, FileType, Mode, OFlags, RenameFlags, ResolveFlags, StatxFlags, CWD,
+};
 use rustix::io::{Errno, Result};
 
-use super::entry::{proc_path, Entry};
+use super::entry::{proc_path, Meta};
 use super::key::is_name;
 use super::RESOLVE;
 
@@ -76,17 +78,70 @@ pub fn reopen_dir(dir: BorrowedFd<'_>) -> Result<OwnedFd> {
 }
 
 /// Creates directory `name` in `dir` with `mode` (less the umask) and
-/// returns it, checked to be the directory just made. `EEXIST` if any
-/// object is there: nothing is replaced.
-pub fn make_dir(dir: impl AsFd, name: &CStr, mode: u32) -> Result<Entry> {
+/// opens what was made for listing, `fchmod`, `fchown` and `f*xattr`.
+/// `EEXIST` if any object is there: nothing is replaced.
+///
+/// Between the `mkdirat` and the open, another process may put a mount on
+/// the name or swap another directory in: the name is opened with
+/// `RESOLVE_NO_XDEV` (a mount there is `EXDEV`), and what is open must be
+/// an empty directory owned by the caller, on `dir`'s mount, whose `..`
+/// is `dir` (`ESTALE` otherwise, and it is left alone). So nothing but an
+/// empty directory of the caller's, in `dir`, is ever handed back.
+pub fn make_dir(dir: impl AsFd, name: &CStr, mode: u32) -> Result<OwnedFd> {
     check_name(name)?;
-    rfs::mkdirat(dir.as_fd(), name, Mode::from_raw_mode(mode))?;
-    let entry = Entry::open_at(dir.as_fd(), name)?;
-    if entry.kind() != FileType::Directory {
-        // Replaced between the mkdir and the open.
-        return Err(Errno::NOTDIR);
+    let dir = dir.as_fd();
+    rfs::mkdirat(dir, name, Mode::from_raw_mode(mode))?;
+    let made = open_listing_beneath(dir, name, Crossing::NoMounts)?;
+    let parent = Meta::of(dir)?;
+    let meta = Meta::of(made.as_fd())?;
+    let dotdot = rfs::statx(
+        &made,
+        c"..",
+        AtFlags::SYMLINK_NOFOLLOW | AtFlags::NO_AUTOMOUNT,
+        StatxFlags::INO | StatxFlags::MNT_ID,
+    )?;
+    let in_dir = (
+        rfs::makedev(dotdot.stx_dev_major, dotdot.stx_dev_minor),
+        dotdot.stx_ino,
+        dotdot.stx_mnt_id,
+    ) == (parent.dev, parent.ino, parent.mount);
+    if meta.kind != FileType::Directory
+        || meta.other_mount(&parent)
+        || !in_dir
+        || meta.uid != rustix::process::geteuid().as_raw()
+        || !is_empty(made.as_fd())?
+    {
+        return Err(Errno::STALE);
     }
-    Ok(entry)
+    Ok(made)
+}
+
+/// Whether the directory open for listing holds nothing (it is listed
+/// through its own open file description, so `dir`'s offset stays).
+pub fn is_empty(dir: BorrowedFd<'_>) -> Result<bool> {
+    let own = reopen_dir(dir)?;
+    let mut buffer = Vec::with_capacity(1024);
+    let mut entries = rfs::RawDir::new(&own, buffer.spare_capacity_mut());
+    while let Some(entry) = entries.next() {
+        if !matches!(entry?.file_name().to_bytes(), b"." | b"..") {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// The parent of the open directory `dir` (its `..`), opened for listing,
+/// if it is still `expected` (device, inode and mount): what a deletion
+/// that closed the fds of the levels above reopens them with, instead of
+/// walking down again. `ESTALE` when `dir` was moved elsewhere meanwhile.
+pub fn reopen_parent(dir: BorrowedFd<'_>, expected: &Meta) -> Result<OwnedFd> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let parent = rfs::openat(dir, c"..", flags, Mode::empty())?;
+    let meta = Meta::of(parent.as_fd())?;
+    if (meta.dev, meta.ino, meta.mount) != (expected.dev, expected.ino, expected.mount) {
+        return Err(Errno::STALE);
+    }
+    Ok(parent)
 }
 
 /// Moves `from` in `from_dir` to `to` in `to_dir` in one `renameat2`

@@ -11,6 +11,12 @@
 //! directory it is asked about, once per directory per thread. A thread
 //! that could not unshare gets [`Handle::Named`] instead: the same single
 //! lookup, through `/proc`.
+//!
+//! A working directory pins the dentries of every directory down to it,
+//! removed or not, and each `rmdir` above it walks them again
+//! (`shrink_dcache_parent`). A thread that removes directories climbs out
+//! of one before removing it ([`climb_to`]) and [`leave`]s for `/` when
+//! its task is done, so no removed chain stays pinned.
 
 use std::cell::Cell;
 use std::ffi::CStr;
@@ -69,6 +75,32 @@ pub fn entry<'a>(dir: BorrowedFd<'a>, id: DirId, name: &'a CStr) -> Handle<'a> {
         CURRENT.with(|current| current.set(0));
     }
     Handle::Named(dir, name)
+}
+
+/// Moves this thread's working directory up to `dir` (known as `id`),
+/// the parent of a directory about to be removed, if it is in one of ours
+/// and not already there. Left deep in a removed chain, it made deleting
+/// a chain with a file at its bottom take time quadratic in its depth.
+pub fn climb_to(dir: BorrowedFd<'_>, id: DirId) {
+    let current = CURRENT.with(Cell::get);
+    if current == 0 || current == id.0 {
+        return;
+    }
+    let now = if rustix::process::fchdir(dir).is_ok() {
+        id.0
+    } else {
+        0
+    };
+    CURRENT.with(|current| current.set(now));
+}
+
+/// Moves this thread's working directory to `/` when its task is done:
+/// the directory it was in may be removed later by another thread, and
+/// all its ancestors after it.
+pub fn leave() {
+    if CURRENT.with(Cell::get) != 0 && rustix::process::chdir("/").is_ok() {
+        CURRENT.with(|current| current.set(0));
+    }
 }
 
 #[cfg(test)]

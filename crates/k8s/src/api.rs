@@ -28,6 +28,9 @@ pub(crate) enum WorkloadKind {
     CronJob,
     /// `template.spec`.
     PodTemplate,
+    /// `spec.hostPath`: a PersistentVolume hands the host directory to
+    /// every pod that claims it.
+    PersistentVolume,
 }
 
 impl WorkloadKind {
@@ -42,6 +45,7 @@ impl WorkloadKind {
             | "Job" => Some(WorkloadKind::Controller),
             "CronJob" => Some(WorkloadKind::CronJob),
             "PodTemplate" => Some(WorkloadKind::PodTemplate),
+            "PersistentVolume" => Some(WorkloadKind::PersistentVolume),
             _ => None,
         }
     }
@@ -64,6 +68,16 @@ pub(crate) struct RawObject {
     pub template: Option<PodTemplateSpec>,
     /// `items`, when the object may be a list.
     pub items: Option<Vec<Spanned<RawObject>>>,
+    /// A top-level `$patch` (a strategic merge patch directive).
+    pub patch: Option<Spanned<LenientString>>,
+}
+
+/// One operation of a JSON patch (RFC 6902), as kustomize reads them from
+/// a patch file: a top-level sequence of these is a patch, not an object.
+#[derive(Deserialize)]
+pub(crate) struct PatchOperation {
+    #[allow(dead_code)]
+    pub op: String,
 }
 
 /// Union of the spec fields of all workload kinds; which part matters is
@@ -83,6 +97,8 @@ pub(crate) struct Spec {
     pub template: Option<PodTemplateSpec>,
     // CronJob.
     pub job_template: Option<JobTemplateSpec>,
+    // PersistentVolume.
+    pub host_path: Option<HostPathVolumeSource>,
 }
 
 #[derive(Deserialize, Default)]
@@ -347,6 +363,7 @@ impl<'de> Visitor<'de> for RawObjectVisitor {
             spec: None,
             template: None,
             items: None,
+            patch: None,
         };
         // Whether the fields below may matter, as far as the kind read so far
         // tells. `None`: kind not seen yet, so read them in case.
@@ -388,6 +405,7 @@ impl<'de> Visitor<'de> for RawObjectVisitor {
                         map.next_value::<IgnoredAny>()?;
                     }
                 },
+                "$patch" => object.patch = Some(map.next_value()?),
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                 }

@@ -9,9 +9,10 @@
 
 use super::path::NormalPath;
 use super::workload::{
-    HostPathMount, HostPathVolume, InvalidDocument, Manifests, PathOrigin, Sourced, Workload,
+    HostPathMount, HostPathVolume, InvalidDocument, Manifests, PatchKind, PathOrigin, Sourced,
+    Workload,
 };
-use layout::diag::{rule, Finding, Location, Related, Rule, Severity};
+use layout::diag::{rule, Finding, Location, Pos, Related, Rule, Severity};
 
 /// A directory the layout marks `hostPath: true`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -167,7 +168,7 @@ rule!(
     "KubernetesSkippedObject",
     Note,
     "An object is not a workload kind and was not checked.",
-    "Only Pods and objects with pod templates (Deployment, StatefulSet, DaemonSet, ReplicaSet, ReplicationController, Job, CronJob, PodTemplate) can mount hostPaths."
+    "Only Pods, objects with pod templates (Deployment, StatefulSet, DaemonSet, ReplicaSet, ReplicationController, Job, CronJob, PodTemplate) and PersistentVolumes can give a pod a hostPath; a kustomize patch is not an object until kustomize applies it."
 );
 
 rule!(
@@ -249,14 +250,27 @@ pub fn audit(manifests: &Manifests, rules: &HostPathRules) -> Vec<Finding> {
         for volume in &workload.host_path_volumes {
             audit_volume(workload, volume, rules, &mut findings);
         }
+        audit_containers(workload, rules, &mut findings);
     }
     for skipped in &manifests.skipped {
-        let (message, position) = match &skipped.kind {
-            Some(kind) => (
+        let (message, position) = match (&skipped.patch, &skipped.kind) {
+            (Some(PatchKind::JsonPatch), _) => (
+                "skipped a kustomize patch file (a sequence of JSON patch operations): \
+                 check the output of `kubectl kustomize` instead"
+                    .to_owned(),
+                skipped.position,
+            ),
+            (Some(PatchKind::StrategicMerge), _) => (
+                "skipped a kustomize strategic merge patch (`$patch`): check the output of \
+                 `kubectl kustomize` instead"
+                    .to_owned(),
+                skipped.position,
+            ),
+            (None, Some(kind)) => (
                 format!("skipped kind `{}`: not a workload kind", kind.value),
                 kind.position,
             ),
-            None => (
+            (None, None) => (
                 "skipped a document without `kind`: not a Kubernetes object".to_owned(),
                 skipped.position,
             ),
@@ -319,15 +333,16 @@ fn non_linux(workload: &Workload, os: &Sourced<String>) -> Finding {
     }
 }
 
-/// Builds findings located at one volume's `path:` value.
+/// Builds findings about one volume: at its `path:` value, or at a value
+/// of one of its mounts.
 struct VolumeReporter<'a> {
     workload: &'a Workload,
     volume: &'a HostPathVolume,
 }
 
 impl VolumeReporter<'_> {
+    /// A finding at the volume's `path:` value.
     fn finding(&self, rule: &'static Rule, message: String, mut related: Vec<Related>) -> Finding {
-        let position = self.volume.path.position;
         match self.volume.path_origin {
             Some(PathOrigin::Anchor(anchor)) => related.push(Related {
                 location: self.workload.source.location(anchor),
@@ -340,18 +355,24 @@ impl VolumeReporter<'_> {
             }),
             None => {}
         }
-        Finding {
+        self.finding_at(rule, self.volume.path.position, message, related)
+    }
+
+    /// A finding at `position` of the workload's file.
+    fn finding_at(
+        &self,
+        rule: &'static Rule,
+        position: Pos,
+        message: String,
+        related: Vec<Related>,
+    ) -> Finding {
+        workload_finding(
+            self.workload,
             rule,
-            severity: rule.default_severity,
-            message: format!(
-                "{}: hostPath volume `{}`: {message}",
-                self.workload.display_name(),
-                self.volume.name
-            ),
-            location: Some(self.workload.source.location(position)),
-            snippet: self.workload.source.line(position.line).map(str::to_owned),
+            position,
+            format!("hostPath volume `{}`: {message}", self.volume.name),
             related,
-        }
+        )
     }
 
     fn related<T>(&self, value: &Sourced<T>, message: String) -> Related {
@@ -362,6 +383,25 @@ impl VolumeReporter<'_> {
     }
 }
 
+/// A finding about `workload` at `position`, its message prefixed with
+/// the workload's name.
+fn workload_finding(
+    workload: &Workload,
+    rule: &'static Rule,
+    position: Pos,
+    message: String,
+    related: Vec<Related>,
+) -> Finding {
+    Finding {
+        rule,
+        severity: rule.default_severity,
+        message: format!("{}: {message}", workload.display_name()),
+        location: Some(workload.source.location(position)),
+        snippet: workload.source.line(position.line).map(str::to_owned),
+        related,
+    }
+}
+
 fn declared(location: &Option<Location>, message: String) -> Option<Related> {
     location.as_ref().map(|location| Related {
         location: location.clone(),
@@ -369,63 +409,135 @@ fn declared(location: &Option<Location>, message: String) -> Option<Related> {
     })
 }
 
-fn audit_volume(
-    workload: &Workload,
-    volume: &HostPathVolume,
-    rules: &HostPathRules,
-    findings: &mut Vec<Finding>,
-) {
-    let report = VolumeReporter { workload, volume };
-    let raw = &volume.path.value;
+/// What a hostPath volume of `type: Socket`, `CharDevice` or `BlockDevice`
+/// is, for messages.
+fn special_file(volume: &HostPathVolume) -> Option<&'static str> {
+    match volume.path_type.as_ref()?.value.as_str() {
+        "Socket" => Some("a socket"),
+        "CharDevice" => Some("a character device"),
+        "BlockDevice" => Some("a block device"),
+        _ => None,
+    }
+}
 
-    findings.extend(unknown_type(&report));
-    let path = match NormalPath::parse(raw) {
-        Ok(path) => path,
-        Err(error) => {
-            findings.push(report.finding(
-                &RULE_INVALID_PATH,
-                format!("path `{raw}`: {error}"),
-                Vec::new(),
-            ));
-            // Whatever the path, an unconfined container mounting it is
-            // worth its own finding; the checks below need a real path.
-            for mount in &volume.mounts {
-                audit_mount_security(&report, mount, rules, findings);
-            }
-            return;
-        }
+/// Host paths no layout root can hold, by what they are: the advice for
+/// them is an agent domain, not another root.
+fn host_path_advice(path: &NormalPath) -> Option<&'static str> {
+    let under = |prefix: &str| {
+        NormalPath::parse(prefix)
+            .map(|prefix| prefix.contains(path))
+            .unwrap_or(false)
     };
-
-    findings.extend(outside_every_root(&report, &path, rules));
-    findings.extend(exposes_protected(&report, &path, rules));
-    for mount in &volume.mounts {
-        audit_mount_security(&report, mount, rules, findings);
+    let runtime = [
+        "/run/containerd",
+        "/var/run/containerd",
+        "/run/crio",
+        "/var/run/crio",
+        "/run/docker.sock",
+        "/var/run/docker.sock",
+        "/run/cri-dockerd.sock",
+        "/var/run/cri-dockerd.sock",
+    ];
+    let kubelet_plugins = [
+        "/var/lib/kubelet/plugins",
+        "/var/lib/kubelet/plugins_registry",
+        "/var/lib/kubelet/device-plugins",
+        "/var/lib/kubelet/pods",
+        "/var/lib/kubelet/pod-resources",
+    ];
+    if ["/proc", "/sys", "/dev"].into_iter().any(under) {
+        Some(
+            "a kernel filesystem or device is no pod's to mount; a node agent needs an agent \
+             domain holding the host class that covers it (`semanifest suggest` writes one)",
+        )
+    } else if runtime.into_iter().any(under) {
+        Some(
+            "the container runtime's socket holds the runtime's authority; only an agent \
+             domain holding the container-runtime host class may reach it (`semanifest suggest` writes one)",
+        )
+    } else if kubelet_plugins.into_iter().any(under) {
+        Some(
+            "a kubelet plugin directory belongs to CSI node plugins and device plugins; give the \
+             workload an agent domain granted it (`semanifest suggest` writes one)",
+        )
+    } else if ["/etc/cni", "/opt/cni", "/lib/modules", "/usr/lib/modules"]
+        .into_iter()
+        .any(under)
+    {
+        Some(
+            "CNI files and kernel modules are host classes of agent domains; give the workload \
+             one (`semanifest suggest` writes one)",
+        )
+    } else {
+        None
     }
-    for mount in &volume.mounts {
-        audit_mount_writable(&report, &path, mount, rules, findings);
-    }
-    findings.extend(socket_or_device(&report, &path));
 }
 
-/// A `type:` the API server would refuse.
-fn unknown_type(report: &VolumeReporter<'_>) -> Option<Finding> {
-    let path_type = report.volume.path_type.as_ref()?;
-    if VALID_HOST_PATH_TYPES.contains(&path_type.value.as_str()) {
-        return None;
-    }
-    Some(report.finding(
-        &RULE_INVALID_PATH,
-        format!("unknown hostPath type `{}`", path_type.value),
-        vec![report.related(path_type, "the type".to_owned())],
-    ))
-}
-
-/// The path under no hostPath root the layout declares.
-fn outside_every_root(
+/// Where a volume lies with respect to the layout: the one error its path
+/// gets, if any. Protected wins over outside-root: it is the problem that
+/// no layout change can fix.
+fn placement_finding(
     report: &VolumeReporter<'_>,
     path: &NormalPath,
     rules: &HostPathRules,
 ) -> Option<Finding> {
+    let advice = host_path_advice(path);
+    let special = match (special_file(report.volume), &report.volume.path_type) {
+        (Some(what), Some(path_type)) => format!(" ({what}, type: {})", path_type.value),
+        _ => String::new(),
+    };
+    let exposed: Vec<&LayoutPathRule> = rules
+        .protected
+        .iter()
+        .filter(|p| p.path.contains(path) || path.contains(&p.path))
+        .collect();
+    if !exposed.is_empty() {
+        let list = |relation: fn(&NormalPath, &NormalPath) -> bool| {
+            exposed
+                .iter()
+                .filter(|p| relation(&p.path, path))
+                .map(|p| p.path.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let equal = list(|protected, path| protected == path);
+        let ancestors = list(|protected, path| protected != path && protected.contains(path));
+        let below = list(|protected, path| protected != path && path.contains(protected));
+        let mut parts = Vec::new();
+        if !equal.is_empty() {
+            parts.push(format!("is protected path {equal}"));
+        }
+        if !ancestors.is_empty() {
+            parts.push(format!("lies inside protected path(s) {ancestors}"));
+        }
+        if !below.is_empty() {
+            parts.push(format!("exposes protected path(s) below it: {below}"));
+        }
+        let related = exposed
+            .iter()
+            .filter_map(|p| {
+                declared(
+                    &p.declared_at,
+                    format!("protected path {} declared here", p.path),
+                )
+            })
+            .collect();
+        let remedy = match advice {
+            Some(advice) if ancestors.is_empty() && equal.is_empty() => {
+                format!("; mount the directory it needs, not an ancestor: {advice}")
+            }
+            Some(advice) => format!("; {advice}"),
+            None if !below.is_empty() && ancestors.is_empty() && equal.is_empty() => {
+                "; mount the directory it needs, not an ancestor".to_owned()
+            }
+            None => "; no domain is ever granted it".to_owned(),
+        };
+        return Some(report.finding(
+            &RULE_PROTECTED,
+            format!("`{path}`{special} {}{remedy}", parts.join("; ")),
+            related,
+        ));
+    }
     if rules.roots.iter().any(|root| root.path.contains(path)) {
         return None;
     }
@@ -440,10 +552,14 @@ fn outside_every_root(
             )
         })
         .collect();
+    let remedy = advice.map_or_else(
+        || "move it below a root, or declare the path in the layout".to_owned(),
+        str::to_owned,
+    );
     Some(report.finding(
         &RULE_OUTSIDE_ROOT,
         format!(
-            "`{path}` is outside every hostPath root ({})",
+            "`{path}`{special} is outside every hostPath root ({}); {remedy}",
             if roots.is_empty() {
                 "the layout declares none".to_owned()
             } else {
@@ -454,109 +570,134 @@ fn outside_every_root(
     ))
 }
 
-/// The path is a protected path, lies inside one, or holds one below it:
-/// one finding naming each relation.
-fn exposes_protected(
-    report: &VolumeReporter<'_>,
-    path: &NormalPath,
+/// One volume's findings: at most one at its `path:` value (its type,
+/// path, placement, or else what kind of file it is), and one per mount
+/// that writes where workloads may only read.
+fn audit_volume(
+    workload: &Workload,
+    volume: &HostPathVolume,
     rules: &HostPathRules,
-) -> Option<Finding> {
-    let exposed: Vec<&LayoutPathRule> = rules
-        .protected
-        .iter()
-        .filter(|p| p.path.contains(path) || path.contains(&p.path))
-        .collect();
-    if exposed.is_empty() {
-        return None;
-    }
-    let list = |relation: fn(&NormalPath, &NormalPath) -> bool| {
-        exposed
-            .iter()
-            .filter(|p| relation(&p.path, path))
-            .map(|p| p.path.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let equal = list(|protected, path| protected == path);
-    let ancestors = list(|protected, path| protected != path && protected.contains(path));
-    let below = list(|protected, path| protected != path && path.contains(protected));
-    let mut parts = Vec::new();
-    if !equal.is_empty() {
-        parts.push(format!("is protected path {equal}"));
-    }
-    if !ancestors.is_empty() {
-        parts.push(format!("lies inside protected path(s) {ancestors}"));
-    }
-    if !below.is_empty() {
-        parts.push(format!("exposes protected path(s) below it: {below}"));
-    }
-    let related = exposed
-        .iter()
-        .filter_map(|p| {
-            declared(
-                &p.declared_at,
-                format!("protected path {} declared here", p.path),
-            )
-        })
-        .collect();
-    Some(report.finding(
-        &RULE_PROTECTED,
-        format!("`{path}` {}", parts.join("; ")),
-        related,
-    ))
-}
+    findings: &mut Vec<Finding>,
+) {
+    let report = VolumeReporter { workload, volume };
+    let raw = &volume.path.value;
 
-/// A `type:` that makes the volume a socket or a device node.
-fn socket_or_device(report: &VolumeReporter<'_>, path: &NormalPath) -> Option<Finding> {
-    let path_type = report.volume.path_type.as_ref()?;
-    let what = match path_type.value.as_str() {
-        "Socket" => "a socket",
-        "CharDevice" => "a character device",
-        "BlockDevice" => "a block device",
-        _ => return None,
+    if let Some(path_type) = &volume.path_type {
+        if !VALID_HOST_PATH_TYPES.contains(&path_type.value.as_str()) {
+            findings.push(report.finding_at(
+                &RULE_INVALID_PATH,
+                path_type.position,
+                format!("unknown hostPath type `{}`", path_type.value),
+                Vec::new(),
+            ));
+        }
+    }
+    let path = match NormalPath::parse(raw) {
+        Ok(path) => path,
+        Err(error) => {
+            findings.push(report.finding(
+                &RULE_INVALID_PATH,
+                format!("path `{raw}`: {error}"),
+                Vec::new(),
+            ));
+            return;
+        }
     };
-    Some(report.finding(
-        &RULE_SOCKET_OR_DEVICE,
-        format!("`{path}` is {what} (type: {})", path_type.value),
-        vec![report.related(path_type, "the type".to_owned())],
-    ))
+
+    let placement = placement_finding(&report, &path, rules);
+    let misplaced = placement.is_some();
+    findings.extend(placement);
+    if !misplaced {
+        if let (Some(what), Some(path_type)) = (special_file(volume), &volume.path_type) {
+            findings.push(report.finding(
+                &RULE_SOCKET_OR_DEVICE,
+                format!("`{path}` is {what} (type: {})", path_type.value),
+                vec![report.related(path_type, "the type".to_owned())],
+            ));
+        }
+    }
+    for mount in &volume.mounts {
+        audit_mount_writable(&report, &path, mount, rules, !misplaced, findings);
+    }
 }
 
 fn container_label(mount: &HostPathMount) -> String {
     format!("{} `{}`", mount.container_kind.as_str(), mount.container)
 }
 
-fn audit_mount_security(
-    report: &VolumeReporter<'_>,
-    mount: &HostPathMount,
-    rules: &HostPathRules,
-    findings: &mut Vec<Finding>,
-) {
-    if let Some(privileged) = mount.privileged.as_ref().filter(|p| p.value) {
-        findings.push(report.finding(
+/// The container-wide findings of a workload: a privileged container once,
+/// at its `privileged:` value, and a type that is no workload domain once
+/// per place it is written (a pod-level type is shared by the containers
+/// that inherit it). Only containers that mount a hostPath are judged.
+fn audit_containers(workload: &Workload, rules: &HostPathRules, findings: &mut Vec<Finding>) {
+    // (container, its mounts as `volume` at `path`), in order of appearance.
+    let mut containers: Vec<(&HostPathMount, Vec<String>)> = Vec::new();
+    for volume in &workload.host_path_volumes {
+        for mount in &volume.mounts {
+            let mounted = format!("`{}` at `{}`", volume.name, mount.mount_path.value);
+            match containers.iter_mut().find(|(m, _)| {
+                m.container == mount.container && m.container_kind == mount.container_kind
+            }) {
+                Some((_, mounts)) => mounts.push(mounted),
+                None => containers.push((mount, vec![mounted])),
+            }
+        }
+    }
+    let mut seen_privileged: Vec<Pos> = Vec::new();
+    for (mount, mounts) in &containers {
+        let Some(privileged) = mount.privileged.as_ref().filter(|p| p.value) else {
+            continue;
+        };
+        if seen_privileged.contains(&privileged.position) {
+            continue;
+        }
+        seen_privileged.push(privileged.position);
+        findings.push(workload_finding(
+            workload,
             &RULE_PRIVILEGED,
+            privileged.position,
             format!(
-                "{} is privileged and mounts it at `{}`",
+                "{} is privileged and mounts hostPath volume{} {}",
                 container_label(mount),
-                mount.mount_path.value
+                if mounts.len() == 1 { "" } else { "s" },
+                mounts.join(", ")
             ),
-            vec![report.related(privileged, "privileged: true".to_owned())],
+            Vec::new(),
         ));
     }
-    if let Some(selinux_type) = &mount.selinux_type {
-        if !rules.workload_types.contains(&selinux_type.value) {
-            findings.push(report.finding(
-                &RULE_SELINUX_TYPE,
-                format!(
-                    "{} runs as SELinux type `{}`, not a workload type ({}), and mounts it at `{}`",
-                    container_label(mount),
-                    selinux_type.value,
-                    rules.workload_types.join(", "),
-                    mount.mount_path.value
-                ),
-                vec![report.related(selinux_type, "seLinuxOptions.type".to_owned())],
-            ));
+    // Each written type, with the containers that run as it.
+    let mut types: Vec<(&Sourced<String>, Vec<&HostPathMount>)> = Vec::new();
+    for (mount, _) in &containers {
+        let Some(selinux_type) = &mount.selinux_type else {
+            continue;
+        };
+        if rules.workload_types.contains(&selinux_type.value) {
+            continue;
         }
+        match types
+            .iter_mut()
+            .find(|(t, _)| t.position == selinux_type.position)
+        {
+            Some((_, mounts)) => mounts.push(mount),
+            None => types.push((selinux_type, vec![mount])),
+        }
+    }
+    for (selinux_type, mounts) in types {
+        let who: Vec<String> = mounts.iter().map(|m| container_label(m)).collect();
+        findings.push(workload_finding(
+            workload,
+            &RULE_SELINUX_TYPE,
+            selinux_type.position,
+            format!(
+                "{} run{} as SELinux type `{}`, not a workload domain of the layout ({}), and mount{} hostPath volumes",
+                who.join(", "),
+                if who.len() == 1 { "s" } else { "" },
+                selinux_type.value,
+                rules.workload_types.join(", "),
+                if who.len() == 1 { "s" } else { "" },
+            ),
+            Vec::new(),
+        ));
     }
 }
 
@@ -593,49 +734,61 @@ fn governing<'a>(rules: &'a HostPathRules, path: &NormalPath) -> Option<Governin
         .map(|(_, (_, governing))| governing)
 }
 
+/// A mount's own findings: a subPath that cannot be joined (at the
+/// subPath), and, when `judge_writes`, a writable mount where workloads
+/// may only read (at `readOnly: false`, or else at the mount path).
 fn audit_mount_writable(
     report: &VolumeReporter<'_>,
     path: &NormalPath,
     mount: &HostPathMount,
     rules: &HostPathRules,
+    judge_writes: bool,
     findings: &mut Vec<Finding>,
 ) {
-    if mount.is_read_only() {
-        return;
-    }
     // With a literal subPath the container sees only that subtree.
     let effective = match &mount.sub_path {
         Some(sub_path) if !sub_path.value.is_empty() => match path.join(&sub_path.value) {
             Ok(effective) => effective,
             Err(error) => {
-                findings.push(report.finding(
+                findings.push(report.finding_at(
                     &RULE_INVALID_PATH,
+                    sub_path.position,
                     format!(
                         "{} mounts it with subPath `{}`: {error}",
                         container_label(mount),
                         sub_path.value
                     ),
-                    vec![report.related(sub_path, "the subPath".to_owned())],
+                    Vec::new(),
                 ));
                 return;
             }
         },
         _ => path.clone(),
     };
+    if !judge_writes || mount.is_read_only() {
+        return;
+    }
     let (read_only_path, declared_at) = match governing(rules, &effective) {
         Some(Governing::ReadOnly(rule)) => (&rule.path, &rule.declared_at),
         Some(Governing::Root(root)) if !root.workload_writable => (&root.path, &root.declared_at),
         _ => return,
     };
-    let mut related = Vec::new();
-    related.extend(declared(
+    let related = declared(
         declared_at,
         format!("{read_only_path} declared read-only for workloads here"),
-    ));
-    findings.push(report.finding(
+    )
+    .into_iter()
+    .collect();
+    let at = mount
+        .read_only
+        .as_ref()
+        .map_or(mount.mount_path.position, |r| r.position);
+    findings.push(report.finding_at(
         &RULE_WRITABLE_READ_ONLY,
+        at,
         format!(
-            "{} mounts `{effective}` writable at `{}`, but workloads may only read {read_only_path}",
+            "{} mounts `{effective}` writable at `{}`, but workloads may only read \
+             {read_only_path}; mount it `readOnly: true`",
             container_label(mount),
             mount.mount_path.value
         ),
@@ -741,11 +894,7 @@ mod tests {
                 .iter()
                 .find(|f| f.rule.id == "k8s-hostpath-protected")
                 .unwrap_or_else(|| panic!("{host_path}: {findings:#?}"));
-            assert!(
-                protected.message.ends_with(message),
-                "{}",
-                protected.message
-            );
+            assert!(protected.message.contains(message), "{}", protected.message);
         }
     }
 
@@ -755,7 +904,7 @@ mod tests {
         let findings = audit(&manifests, &HostPathRules::default());
         assert_eq!(findings.len(), 1);
         assert!(
-            findings[0].message.ends_with("(the layout declares none)"),
+            findings[0].message.contains("(the layout declares none)"),
             "{}",
             findings[0].message
         );

@@ -41,5 +41,5 @@ pub use load::{parse_source, parse_str};
 pub use path::{HostPathError, NormalPath};
 pub use workload::{
     ContainerKind, HostPathMount, HostPathVolume, InvalidDocument, Invalidity, Manifests,
-    PathOrigin, SkipReason, SkippedFile, SkippedObject, SourceFile, Sourced, Workload,
+    PatchKind, PathOrigin, SkipReason, SkippedFile, SkippedObject, SourceFile, Sourced, Workload,
 };

@@ -12,7 +12,7 @@ use super::api::{self, is_list_kind, RawObject, Spec, WorkloadKind, OS_LABELS};
 use super::stream;
 use super::workload::{
     ContainerKind, HostPathMount, HostPathVolume, InvalidDocument, Invalidity, Manifests,
-    PathOrigin, SkippedObject, SourceFile, Sourced, Workload,
+    PatchKind, PathOrigin, SkippedObject, SourceFile, Sourced, Workload,
 };
 use layout::diag::Pos;
 
@@ -59,10 +59,16 @@ pub fn parse_source(source: Arc<SourceFile>) -> Manifests {
                     doc.collect(object, &mut manifests);
                 }
             }
-            Err(error) => match doc.objects_not_read(document.text) {
-                Some(skipped) => manifests.skipped.extend(skipped),
-                None => manifests.invalid.push(doc.invalid(document.text, &error)),
-            },
+            Err(error) => {
+                if let Some(patch) = doc.json_patch(document.text) {
+                    manifests.skipped.push(patch);
+                    continue;
+                }
+                match doc.objects_not_read(document.text) {
+                    Some(skipped) => manifests.skipped.extend(skipped),
+                    None => manifests.invalid.push(doc.invalid(document.text, &error)),
+                }
+            }
         }
     }
     manifests
@@ -113,9 +119,29 @@ impl Doc<'_> {
                 source: Arc::clone(self.source),
                 kind: Some(self.sourced(kind)),
                 position: self.position(&object.referenced),
+                patch: None,
             });
         }
         Some(skipped)
+    }
+
+    /// A document that is a kustomize JSON patch file (a non-empty
+    /// sequence of `op` mappings) is skipped, not invalid.
+    fn json_patch(&self, text: &str) -> Option<SkippedObject> {
+        let documents: Vec<Spanned<Vec<api::PatchOperation>>> =
+            serde_saphyr::from_multiple_with_options(text, yaml_options(false)).ok()?;
+        let [operations] = documents.as_slice() else {
+            return None;
+        };
+        if operations.value.is_empty() {
+            return None;
+        }
+        Some(SkippedObject {
+            source: Arc::clone(self.source),
+            kind: None,
+            position: self.position(&operations.referenced),
+            patch: Some(PatchKind::JsonPatch),
+        })
     }
 
     fn invalid(&self, text: &str, error: &serde_saphyr::Error) -> InvalidDocument {
@@ -181,12 +207,23 @@ impl Doc<'_> {
             spec,
             template,
             items,
+            patch,
         } = object.value;
+        if patch.is_some() {
+            out.skipped.push(SkippedObject {
+                source: Arc::clone(self.source),
+                kind: kind.map(|k| self.sourced(k)),
+                position,
+                patch: Some(PatchKind::StrategicMerge),
+            });
+            return;
+        }
         let Some(kind) = kind.map(|k| self.sourced(k)) else {
             out.skipped.push(SkippedObject {
                 source: Arc::clone(self.source),
                 kind: None,
                 position,
+                patch: None,
             });
             return;
         };
@@ -201,9 +238,35 @@ impl Doc<'_> {
                 source: Arc::clone(self.source),
                 kind: Some(kind),
                 position,
+                patch: None,
             });
             return;
         };
+        if workload_kind == WorkloadKind::PersistentVolume {
+            let host_path_volumes = spec
+                .and_then(|s| s.host_path)
+                .map(|host_path| {
+                    let (path, path_origin) = self.path_value(host_path.path, &host_path.path_key);
+                    HostPathVolume {
+                        name: name.clone().unwrap_or_default(),
+                        path,
+                        path_origin,
+                        path_type: host_path.path_type.map(|t| self.sourced(t)),
+                        mounts: Vec::new(),
+                    }
+                })
+                .into_iter()
+                .collect();
+            out.workloads.push(Workload {
+                source: Arc::clone(self.source),
+                kind,
+                name,
+                namespace,
+                host_path_volumes,
+                pinned_os: None,
+            });
+            return;
+        }
         let pod = match workload_kind {
             WorkloadKind::Pod => spec,
             WorkloadKind::Controller => spec
@@ -215,6 +278,7 @@ impl Doc<'_> {
                 .and_then(|s| s.template)
                 .and_then(|t| t.spec.map(|b| *b)),
             WorkloadKind::PodTemplate => template.and_then(|t| t.spec.map(|b| *b)),
+            WorkloadKind::PersistentVolume => None,
         };
         let (host_path_volumes, pinned_os) = match pod {
             Some(mut pod) => {

@@ -172,6 +172,18 @@ pub struct SkippedObject {
     pub kind: Option<Sourced<String>>,
     /// Where the object starts.
     pub position: Pos,
+    /// A kustomize patch rather than an object.
+    pub patch: Option<PatchKind>,
+}
+
+/// The kustomize patch files a `--k8s` directory may hold beside the
+/// objects they patch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PatchKind {
+    /// A top-level sequence of JSON patch (RFC 6902) operations.
+    JsonPatch,
+    /// A document with a top-level `$patch` directive (strategic merge).
+    StrategicMerge,
 }
 
 /// Why a document could not be checked.

@@ -37,6 +37,44 @@ pub struct Layout {
     pub paths: Vec<PathRule>,
     /// How a node boots the layout (`spec.node`).
     pub node: NodeBoot,
+    /// How the layout is built as a module for a distribution's store
+    /// (`spec.store`; only `--target module` reads it).
+    pub store: StoreOptions,
+}
+
+/// How a layout is built against a distribution's policy store.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StoreOptions {
+    pub boolean_grants: BooleanGrants,
+}
+
+/// Whether a grant only a boolean gives counts as access to a protected
+/// path. secilc checks neverallows against conditional rules whatever
+/// their booleans say.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BooleanGrants {
+    /// Always: `setsebool` can turn it on, so it is access (the default).
+    #[default]
+    Always,
+    /// Only when the store's defaults turn it on; one that is off by
+    /// default is reported, not refused (stores with `expand-check=0`
+    /// only: the others refuse the module at install).
+    ByDefault,
+}
+
+impl BooleanGrants {
+    /// The manifest's spellings.
+    pub const ALL: [(&'static str, BooleanGrants); 2] = [
+        ("always", BooleanGrants::Always),
+        ("byDefault", BooleanGrants::ByDefault),
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BooleanGrants::Always => "always",
+            BooleanGrants::ByDefault => "byDefault",
+        }
+    }
 }
 
 /// How a node's systemd boots the layout: the units `semanifest units`
@@ -193,6 +231,17 @@ pub struct PathRule {
     pub pos: Pos,
     /// Position of the `protected: true` value, when set.
     pub protected_pos: Option<Pos>,
+    /// Store domains that keep, on this path's type, the access the store
+    /// gave them on the path's old type (`storeOwners`; `--target module`
+    /// only: the standalone policy has no store domains).
+    pub store_owners: Vec<StoreOwner>,
+}
+
+/// A store domain named in `storeOwners`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoreOwner {
+    pub type_name: String,
+    pub pos: Pos,
 }
 
 impl PathRule {

@@ -2,17 +2,27 @@
 //! exists under the root with the declared mode, owner and label.
 //!
 //! - Directories are handled parents first, each reached from the root's
-//!   fd with `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-//!   RESOLVE_NO_MAGICLINKS)` to its parent and `O_PATH | O_NOFOLLOW` for
-//!   its own name: a symlink anywhere is an error that names it, and so is
-//!   a non-directory at a declared path. Nothing is ever deleted or
-//!   replaced (the one exception: an *empty* directory at the temporary
-//!   name below, left by an interrupted run).
+//!   fd one component at a time with `openat2(RESOLVE_BENEATH |
+//!   RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)` to its parent and
+//!   `O_PATH | O_NOFOLLOW` for its own name: a symlink anywhere is an
+//!   error that names it, and so is a non-directory at a declared path.
+//!   Nothing is ever deleted or replaced (the one exception: an *empty*
+//!   directory at the temporary name below, left by an interrupted run).
+//! - **Mounts.** A mount point at a directory or on its way must be one
+//!   `mount_rule` accepts (a filesystem at its own root, a directory bound
+//!   onto itself, the layout's tmpfs), never a bind mount of another
+//!   directory, which would have apply chown, chmod and label that
+//!   directory: every one is checked before anything changes (exit 2),
+//!   and again as each directory is reached.
 //! - **Born right.** A missing directory is made as `.semanifest-apply` in
 //!   its parent with mode 0700, given its owner, mode and label through
 //!   its own fd, and only then renamed to its name with
 //!   `RENAME_NOREPLACE`: the declared name appears with everything right at
 //!   once, and an object that appeared there meanwhile is never replaced.
+//!   The temporary directory is opened without crossing a mount and
+//!   checked to be the empty one just made ([`fsroot::make_dir`]) before
+//!   anything is set on it, and what the rename put in place is checked to
+//!   be it.
 //!   Writing `/proc/thread-self/attr/fscreate` instead would set only the
 //!   label (mode and owner would still change after the name appears),
 //!   needs a kernel with SELinux enabled and the target's policy loaded
@@ -24,6 +34,9 @@
 //!   mode and owner are only enforced where the layout declares them (a
 //!   directory apply creates without them is `0755`, owned by the caller).
 //! - A trash a crashed prune left in a declared directory is emptied.
+//!   What cannot be deleted from it (an immutable file, a mount placed in
+//!   it) is a warning, not an error: the tree is placed, and the boot
+//!   goes on.
 //! - A symlink the caller names with [`apply_keeping`] (a path the image
 //!   holds as a symlink out of the layout, like Debian's `/var/run` →
 //!   `/run`) is kept and reported, never followed; nothing below it is
@@ -38,13 +51,14 @@ use rustix::fs::{FileType, Gid, Mode, Uid};
 use rustix::io::Errno;
 use serde::Serialize;
 
-use super::delete::{self, DeleteOptions};
+use super::delete::{self, DeleteOptions, Guard};
 use super::owners::{Accounts, Ids, OwnerError, OwnerProblem};
 use super::quota::{self, CapacityMode, CapacityOutcome, Limits};
 use super::{
-    c_name, describe, read_label, shown, split_key, trash, write_label, NodeError, PathError,
+    c_name, describe, mount_rule, read_label, shown, split_key, trash, write_label, NodeError,
+    PathError,
 };
-use fsroot::{self, Entry, EscapedPath, Handle, Root};
+use fsroot::{self, Entry, EscapedPath, Handle, MountAt, Root};
 use layout::model::{ancestors, is_within, link_target, Layout, Owner};
 use selabel::path_chain::PathChain;
 use selabel::{FileContexts, FileKind};
@@ -127,11 +141,15 @@ pub enum What {
     MountFlags {
         missing: Vec<String>,
     },
-    /// A trash left by an interrupted prune (emptied when writing: the
-    /// objects removed and the bytes they freed).
+    /// A trash left by an interrupted prune, or holding what a prune could
+    /// not delete (emptied when writing: the objects removed and the bytes
+    /// they freed; `left`, the objects that could not be and stay; in
+    /// check and dry-run modes, `entries` it holds).
     Trash {
         objects: Option<u64>,
         bytes: Option<u64>,
+        left: Option<u64>,
+        entries: Option<u64>,
     },
 }
 
@@ -185,17 +203,33 @@ impl Change {
                 },
                 missing.join(", ")
             ),
-            What::Trash { objects, bytes } => match (objects, bytes) {
-                (Some(objects), Some(bytes)) => format!(
-                    "{empty} {path}/{}: a trash left by an interrupted prune \
-                     ({objects} objects, {bytes} bytes)",
-                    trash::NAME.to_string_lossy()
-                ),
-                _ => format!(
-                    "{empty} {path}/{}: a trash left by an interrupted prune",
-                    trash::NAME.to_string_lossy()
-                ),
-            },
+            What::Trash {
+                objects,
+                bytes,
+                left,
+                entries,
+            } => {
+                let trash = trash::NAME.to_string_lossy();
+                match (objects, bytes, left) {
+                    (Some(objects), Some(bytes), Some(0) | None) => format!(
+                        "{empty} {path}/{trash}: a trash left by an interrupted prune \
+                         ({objects} objects, {bytes} bytes removed)"
+                    ),
+                    (Some(objects), Some(bytes), Some(left)) => format!(
+                        "could not empty {path}/{trash}: {left} objects could not be deleted \
+                         and stay in it (see the warnings; the next prune or apply tries \
+                         again); {objects} objects, {bytes} bytes removed"
+                    ),
+                    _ => format!(
+                        "{empty} {path}/{trash}: a trash left by an interrupted prune or \
+                         holding what a prune could not delete{}",
+                        match entries {
+                            Some(entries) => format!(" ({entries} entries)"),
+                            None => String::new(),
+                        }
+                    ),
+                }
+            }
         }
     }
 }
@@ -223,6 +257,9 @@ pub struct ApplyReport {
     pub skipped: u64,
     pub changes: Vec<Change>,
     pub errors: Vec<PathError>,
+    /// What could not be deleted from a leftover trash (an immutable
+    /// file, a mount placed in it): reported, not an error.
+    pub warnings: Vec<PathError>,
     /// Symlinks kept as the image holds them.
     pub kept: Vec<KeptSymlink>,
     /// What was examined below each `capacity:` path.
@@ -343,6 +380,14 @@ pub(crate) enum PlaceError {
     TemporaryInTheWay(Errno),
     #[error("cannot create: {}", said(.0))]
     Create(Errno),
+    /// A mount or another directory took the temporary name between its
+    /// `mkdir` and its open.
+    #[error(
+        "cannot create: {} was replaced before it could be opened ({}); left alone",
+        TEMPORARY.to_string_lossy(),
+        said(.0)
+    )]
+    Replaced(Errno),
     #[error("cannot open: {0}")]
     Reopen(Errno),
     #[error("cannot set the owner: {}", said(.0))]
@@ -358,6 +403,13 @@ pub(crate) enum PlaceError {
     /// Made, but it cannot be opened again.
     #[error("{}", said(.0))]
     Made(Errno),
+    /// What the rename put in place is not the directory made.
+    #[error(
+        "{} was replaced before it was renamed into place; what is there now is not what \
+         apply made (left alone)",
+        TEMPORARY.to_string_lossy()
+    )]
+    NotWhatWasMade,
     #[error("cannot read the symlink: {}", said(.0))]
     ReadLink(Errno),
     #[error(
@@ -415,6 +467,7 @@ pub fn apply_with(
         None
     };
     let places = places(layout, contexts, accounts.as_ref())?;
+    check_mounts(layout, root, &places)?;
     quota::preflight(root, layout, capacity)?;
     let mut run = Run {
         root,
@@ -428,6 +481,7 @@ pub fn apply_with(
             skipped: 0,
             changes: Vec::new(),
             errors: Vec::new(),
+            warnings: Vec::new(),
             kept: Vec::new(),
             capacities: Vec::new(),
             seconds: 0.0,
@@ -451,6 +505,29 @@ pub fn apply_with(
     run.capacities(capacity);
     run.report.seconds = started.elapsed().as_secs_f64();
     Ok(run.report)
+}
+
+/// Every mount point at or on the way to a place, checked against
+/// `mount_rule` before anything changes: one apply may not act through is
+/// an error that names it.
+fn check_mounts(layout: &Layout, root: &Root, places: &[Place]) -> Result<(), NodeError> {
+    let mut mounts: Vec<MountAt> = Vec::new();
+    for place in places {
+        // A place that cannot be reached is reported by the run.
+        if let Ok(reached) = root.reach_dir(place.key.as_bytes()) {
+            for mount in reached.mounts {
+                if !mounts.contains(&mount) {
+                    mounts.push(mount);
+                }
+            }
+        }
+    }
+    let refused = mount_rule::refusals(layout, root, &mounts);
+    if refused.is_empty() {
+        Ok(())
+    } else {
+        Err(NodeError::Mounts(refused))
+    }
 }
 
 struct Run<'a> {
@@ -489,11 +566,30 @@ impl Run<'_> {
             return;
         };
         let name = c_name(name.as_bytes());
-        let parent = match self.root.open_dir_beneath(parent_key.as_bytes()) {
-            Ok(parent) => parent,
+        let reached = match self.root.reach_dir(parent_key.as_bytes()) {
+            Ok(reached) => reached,
             Err(error) => return self.fail(key, PathError::new(&path, error.to_string())),
         };
-        match Entry::open_at(&parent, &name) {
+        let mut mounts = reached.mounts;
+        let parent = reached.fd;
+        let entry = Entry::open_at(&parent, &name);
+        if let Ok(entry) = &entry {
+            if entry.meta().mount != reached.meta.mount {
+                mounts.push(MountAt {
+                    key: key.as_bytes().to_vec(),
+                    id: entry.meta().mount,
+                });
+            }
+        }
+        // Mounted meanwhile (all were checked before the run).
+        if let Some(refusal) = mount_rule::refusals(self.layout, self.root, &mounts)
+            .into_iter()
+            .next()
+        {
+            let error = PathError::new(&path, format!("{refusal}; nothing below was changed"));
+            return self.fail(key, error);
+        }
+        match entry {
             Ok(entry) if entry.kind() == FileType::Directory => self.repair(place, &path, &entry),
             Ok(entry)
                 if entry.kind() == FileType::Symlink && self.keep.iter().any(|k| k == key) =>
@@ -537,9 +633,14 @@ impl Run<'_> {
             }
             other => other,
         };
-        let made = made.map_err(PlaceError::Create)?;
+        // Not what was made (a mount or another directory in its place):
+        // left alone, nothing set on it.
+        let dir = made.map_err(|errno| match errno {
+            Errno::XDEV | Errno::STALE => PlaceError::Replaced(errno),
+            errno => PlaceError::Create(errno),
+        })?;
+        let made = rustix::fs::fstat(&dir).map_err(PlaceError::Reopen)?;
         let finish = || -> Result<(), PlaceError> {
-            let dir = fsroot::reopen_dir(made.fd()).map_err(PlaceError::Reopen)?;
             if let Some(owner) = place.owner {
                 rustix::fs::fchown(
                     &dir,
@@ -559,7 +660,13 @@ impl Run<'_> {
             })
         };
         match finish() {
-            Ok(()) => Entry::open_at(parent, name).map_err(PlaceError::Made),
+            Ok(()) => {
+                let entry = Entry::open_at(parent, name).map_err(PlaceError::Made)?;
+                if (entry.meta().dev, entry.meta().ino) != (made.st_dev, made.st_ino) {
+                    return Err(PlaceError::NotWhatWasMade);
+                }
+                Ok(entry)
+            }
             Err(error) => {
                 let _ = fsroot::remove_dir(parent, TEMPORARY);
                 Err(error)
@@ -678,7 +785,9 @@ impl Run<'_> {
         }
     }
 
-    /// Empties a trash an interrupted prune left in a declared directory.
+    /// Empties a trash an interrupted prune left in a declared directory
+    /// (or one holding what a prune could not delete). What cannot be
+    /// deleted stays, as warnings: the tree is placed either way.
     fn leftover_trash(&mut self, place: &Place) {
         if self
             .failed
@@ -688,25 +797,33 @@ impl Run<'_> {
                 .absent
                 .iter()
                 .any(|absent| is_within(&place.key, absent))
+            || self.kept.iter().any(|kept| is_within(&place.key, kept))
         {
             return;
         }
         let path = shown(self.root, &place.key);
-        let Ok(dir) = self.root.open_dir_beneath(place.key.as_bytes()) else {
+        let Ok(reached) = self.root.reach_dir(place.key.as_bytes()) else {
             return;
         };
+        if !mount_rule::refusals(self.layout, self.root, &reached.mounts).is_empty() {
+            // Reported by place(); nothing is acted through it.
+            return;
+        }
+        let dir = reached.fd;
         let listing = match trash::find(dir.as_fd()) {
             Ok(trash::Found::Ours(listing)) => listing,
             Ok(trash::Found::Nothing | trash::Found::Foreign) => return,
             Err(errno) => {
                 let error = PathError::errno(&path, "look for a leftover trash in", errno);
-                return self.report.errors.push(error);
+                return self.report.warnings.push(error);
             }
         };
         if self.mode != ApplyMode::Write {
             let what = What::Trash {
                 objects: None,
                 bytes: None,
+                left: None,
+                entries: count_entries(listing.as_fd()),
             };
             return self.change(&path, what);
         }
@@ -716,25 +833,31 @@ impl Run<'_> {
                 Ok(pool) => self.pool.insert(pool),
                 Err(error) => {
                     let error = PathError::new(&path, format!("cannot start threads: {error}"));
-                    return self.report.errors.push(error);
+                    return self.report.warnings.push(error);
                 }
             },
         };
         let mut trash_path = path.clone();
         trash_path.push(b'/');
         trash_path.extend_from_slice(trash::NAME.to_bytes());
+        let guard = protected_guard(self.layout, &place.key);
         let options = DeleteOptions {
             dry_run: false,
             count_bytes: true,
-            guard: None,
+            guard: Some(&guard),
         };
         let mut outcome =
             delete::delete_contents(pool, listing, PathChain::new(&trash_path), &options);
-        outcome.errors_into(&trash_path, &mut self.report.errors);
+        let left = if outcome.complete {
+            0
+        } else {
+            outcome.left().max(1)
+        };
+        outcome.errors_into(&trash_path, &mut self.report.warnings);
         if outcome.complete {
             if let Err(errno) = trash::remove(&dir) {
                 let error = PathError::errno(&trash_path, "remove", errno);
-                self.report.errors.push(error);
+                self.report.warnings.push(error);
             }
         }
         self.change(
@@ -742,6 +865,8 @@ impl Run<'_> {
             What::Trash {
                 objects: Some(outcome.objects),
                 bytes: Some(outcome.bytes),
+                left: Some(left),
+                entries: None,
             },
         );
     }
@@ -806,6 +931,36 @@ pub(crate) fn kept_symlink(
         Ok(_) | Err(Errno::NOENT) => Ok(None),
         Err(errno) => Err(PlaceError::Open(errno)),
     }
+}
+
+/// The layout's protected types but the one of the path at `key`: what a
+/// trash in that path may not delete.
+fn protected_guard(layout: &Layout, key: &str) -> Guard {
+    let own = layout.paths.iter().find(|rule| rule.path == key);
+    Guard {
+        protected: layout
+            .paths
+            .iter()
+            .filter(|rule| rule.protected)
+            .map(|rule| rule.type_name.clone())
+            .filter(|type_name| own.is_none_or(|own| own.type_name != *type_name))
+            .collect(),
+    }
+}
+
+/// The entries of a directory open for listing (`None` if it cannot be
+/// listed), through its own open file description.
+fn count_entries(dir: std::os::fd::BorrowedFd<'_>) -> Option<u64> {
+    let own = fsroot::reopen_dir(dir).ok()?;
+    let mut buffer = Vec::with_capacity(4096);
+    let mut entries = rustix::fs::RawDir::new(&own, buffer.spare_capacity_mut());
+    let mut count = 0;
+    while let Some(entry) = entries.next() {
+        if !matches!(entry.ok()?.file_name().to_bytes(), b"." | b"..") {
+            count += 1;
+        }
+    }
+    Some(count)
 }
 
 /// Describes a non-directory found at a declared path.

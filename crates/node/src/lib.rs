@@ -31,6 +31,7 @@
 
 pub mod apply;
 mod delete;
+mod mount_rule;
 mod owners;
 pub mod prune;
 pub mod quota;
@@ -52,6 +53,9 @@ pub use remove::{remove, RemoveOptions, RemoveReport, Removed};
 
 use fsroot::{EscapedPath, Handle, Root};
 
+/// The name of the trash a prune makes in the directory it empties.
+pub const TRASH_NAME: &str = ".semanifest-trash";
+
 /// The xattr that holds an object's SELinux context.
 pub(crate) const XATTR_NAME: &str = "security.selinux";
 
@@ -70,6 +74,14 @@ pub enum NodeError {
     /// anything is changed).
     #[error("{}", .0.join("\n"))]
     Capacity(Vec<String>),
+    /// Mounts on the way that the command may not act through (see
+    /// `mount_rule`): nothing was changed.
+    #[error(
+        "{}\nnothing was changed (unmount what is named, or mount what the layout declares, \
+         and run again)",
+        .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")
+    )]
+    Mounts(Vec<PathError>),
     #[error("cannot start worker threads: {0}")]
     Threads(#[from] rayon::ThreadPoolBuildError),
 }
@@ -115,6 +127,17 @@ pub(crate) fn describe(errno: rustix::io::Errno) -> String {
         Errno::OPNOTSUPP => "the filesystem does not support security.selinux xattrs".to_owned(),
         Errno::LOOP => "a symlink is in the way (never followed)".to_owned(),
         Errno::XDEV => "another mount is in the way (never crossed)".to_owned(),
+        Errno::STALE => {
+            "replaced by another object before it could be opened (left alone)".to_owned()
+        }
+        Errno::MFILE => {
+            let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
+            format!(
+                "too many open files (the open-file limit, RLIMIT_NOFILE, is {})",
+                limit.map_or("unlimited".to_owned(), |limit| limit.to_string())
+            )
+        }
+        Errno::NOSPC => "no space left on device".to_owned(),
         other => std::io::Error::from(other).to_string(),
     }
 }

@@ -10,23 +10,41 @@
 //! pruned path and a declared path or mount below it are entered, emptied
 //! of everything else and kept.
 //!
-//! **Boundaries of the walk.** A pruned path is reached from the root with
-//! `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-//! RESOLVE_NO_MAGICLINKS)` (it may be a mount point itself: the layout
-//! declares mounts); everything below it with `RESOLVE_NO_XDEV` as well,
+//! **Boundaries of the walk.** A pruned path is reached from the root one
+//! component at a time with `openat2(RESOLVE_BENEATH |
+//! RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)`; it may be a mount point
+//! itself, and so may a directory on its way, but only one `mount_rule`
+//! accepts (a filesystem at its own root, a directory bound onto itself,
+//! the layout's tmpfs): a bind mount of another directory there is an
+//! error naming it, checked for every selected path before anything
+//! changes (exit 2). Everything below it is reached with `RESOLVE_NO_XDEV` as well,
 //! one name at a time from an open directory, and entries are moved by name
 //! from their open parent, so no symlink is ever followed. A mount point
 //! below a pruned path (that is not a declared path) is an error naming it
-//! and nothing under it is touched: it is found in `/proc/self/mountinfo`
+//! and nothing under it is touched: it is found in the mount table
 //! before anything moves, and a mount made meanwhile is refused by the
 //! kernel (`EBUSY` for a rename, `EXDEV` for a walk).
+//!
+//! **Labels.** An entry whose label has a protected type of the layout
+//! (other than the pruned path's own) is never moved, nor deleted inside a
+//! moved tree: a bind mount of a whole filesystem's root looks like that
+//! filesystem, and what it exposes is still guarded by its labels.
 //!
 //! **Crash safety.** Each entry moves in one `renameat2(RENAME_NOREPLACE)`
 //! into the pruned directory's own `.semanifest-trash` (so on its
 //! filesystem), and only when every entry has moved is the trash deleted,
 //! in parallel. A prune killed at any moment leaves every entry either in
 //! place or in the trash; the next `prune` (or `apply`) empties a trash
-//! that carries semanifest's mark, and never one that does not.
+//! that carries semanifest's mark, and never one that does not. What
+//! cannot be deleted from the trash (an immutable file, a mount placed in
+//! it) stays there: a warning, retried by the next run, never an error,
+//! since the pruned path itself is empty.
+//!
+//! **A full filesystem.** When the trash cannot be made, or an entry
+//! cannot be moved into it, for want of space or quota (`ENOSPC`,
+//! `EDQUOT`), the entry is deleted where it is, with the same walk and the
+//! same checks; only crash safety differs (a prune killed then leaves that
+//! entry partly deleted). The report says which entries went so.
 
 use std::collections::BTreeSet;
 use std::ffi::{CStr, CString};
@@ -34,12 +52,13 @@ use std::num::NonZeroUsize;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::time::Instant;
 
+use fsroot::Handle;
 use rustix::fs::{self as rfs, AtFlags, FileType, RawDir, StatxFlags};
 use rustix::io::Errno;
 use serde::Serialize;
 
-use super::delete::{self, DeleteOptions, Outcome};
-use super::{apply, trash, NodeError, PathError};
+use super::delete::{self, DeleteOptions, Guard, Outcome};
+use super::{apply, describe, mount_rule, read_label, trash, NodeError, PathError};
 use fsroot::{self, Crossing, EscapedPath, Root};
 use layout::model::{is_within, Layout, Lifecycle, PathRule};
 use selabel::path_chain::PathChain;
@@ -85,14 +104,29 @@ pub enum Reason {
     Nested,
 }
 
+/// Why a declared path below an emptied one is kept whole.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KeptWhy {
+    /// It has another lifecycle.
+    Lifecycle,
+    /// It has the same lifecycle but is protected, and was not selected.
+    Protected,
+}
+
 /// A declared path below an emptied one that is kept whole.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Boundary {
     /// The path on this machine (root included), escaped.
     pub path: String,
-    /// `lifecycle` (another lifecycle) or `protected`.
-    pub why: &'static str,
-    pub lifecycle: &'static str,
+    pub why: KeptWhy,
+    #[serde(serialize_with = "lifecycle_name")]
+    pub lifecycle: Lifecycle,
+}
+
+/// A lifecycle as the layout writes it (`cache`).
+fn lifecycle_name<S: serde::Serializer>(lifecycle: &Lifecycle, out: S) -> Result<S::Ok, S::Error> {
+    out.serialize_str(lifecycle.as_str())
 }
 
 /// What happened to one emptied declared path.
@@ -102,7 +136,8 @@ pub struct TargetReport {
     pub path: String,
     /// The layout path.
     pub layout_path: String,
-    pub lifecycle: &'static str,
+    #[serde(serialize_with = "lifecycle_name")]
+    pub lifecycle: Lifecycle,
     pub reason: Reason,
     /// The directory does not exist: nothing to empty.
     pub missing: bool,
@@ -117,6 +152,14 @@ pub struct TargetReport {
     /// held.
     pub leftover_objects: u64,
     pub leftover_bytes: u64,
+    /// Objects that could not be deleted and stay in `.semanifest-trash`
+    /// (warnings; the next prune or apply tries again).
+    pub left_in_trash: u64,
+    /// Entries deleted where they were instead of through the trash (the
+    /// filesystem had no room for it: see `in_place_reason`).
+    pub in_place_entries: u64,
+    /// Why entries were deleted in place, if any were.
+    pub in_place_reason: Option<String>,
     /// Declared paths below kept whole.
     pub kept: Vec<Boundary>,
     /// Where the symlink the image holds at this path (or at the ancestor
@@ -135,7 +178,11 @@ pub struct PruneReport {
     /// Totals over the targets.
     pub objects: u64,
     pub bytes: u64,
+    /// What is left in a pruned path: exit 1.
     pub errors: Vec<PathError>,
+    /// What stays in a trash because it could not be deleted (the pruned
+    /// path itself is empty): reported, exit 0.
+    pub warnings: Vec<PathError>,
     pub seconds: f64,
 }
 
@@ -148,7 +195,7 @@ impl PruneReport {
             let what = format!(
                 "{} ({}, {})",
                 target.path,
-                target.lifecycle,
+                target.lifecycle.as_str(),
                 match target.reason {
                     Reason::Named => "named",
                     Reason::Lifecycle => "by lifecycle",
@@ -165,10 +212,11 @@ impl PruneReport {
                 ));
                 continue;
             }
-            let verb = match (self.dry_run, target.complete) {
-                (true, _) => "would prune",
-                (false, true) => "pruned",
-                (false, false) => "partly pruned",
+            let verb = match (self.dry_run, target.complete, target.left_in_trash) {
+                (true, _, _) => "would prune",
+                (false, true, _) => "pruned",
+                (false, false, 0) => "partly pruned",
+                (false, false, _) => "emptied",
             };
             text.push_str(&format!(
                 "{verb} {what}: {} entries, {} objects, {}",
@@ -176,6 +224,24 @@ impl PruneReport {
                 target.objects,
                 human_bytes(target.bytes)
             ));
+            if target.in_place_entries > 0 {
+                text.push_str(&format!(
+                    " ({} of the entries deleted in place, not through the trash: {})",
+                    target.in_place_entries,
+                    target
+                        .in_place_reason
+                        .as_deref()
+                        .unwrap_or("no room for it")
+                ));
+            }
+            if target.left_in_trash > 0 {
+                text.push_str(&format!(
+                    "; {} objects could not be deleted and stay in {} (the next prune or \
+                     apply tries again)",
+                    target.left_in_trash,
+                    trash::NAME.to_string_lossy()
+                ));
+            }
             if target.leftover_objects > 0 {
                 text.push_str(&format!(
                     " (of which a trash left by an interrupted prune: {} objects, {})",
@@ -186,8 +252,8 @@ impl PruneReport {
             text.push('\n');
             for kept in &target.kept {
                 let why = match kept.why {
-                    "protected" => "protected".to_owned(),
-                    _ => format!("lifecycle {}", kept.lifecycle),
+                    KeptWhy::Protected => "protected".to_owned(),
+                    KeptWhy::Lifecycle => format!("lifecycle {}", kept.lifecycle.as_str()),
                 };
                 text.push_str(&format!("  kept {}: {why}\n", kept.path));
             }
@@ -202,8 +268,12 @@ impl PruneReport {
         } else {
             ("removed", "freed")
         };
+        let warnings = match self.warnings.len() {
+            0 => String::new(),
+            n => format!(", {n} warnings"),
+        };
         format!(
-            "prune: {} paths: {} objects {removed}, {} {freed}, {} errors in {:.2} s",
+            "prune: {} paths: {} objects {removed}, {} {freed}, {} errors{warnings} in {:.2} s",
             self.targets.len(),
             self.objects,
             human_bytes(self.bytes),
@@ -260,20 +330,29 @@ pub fn prune(
         Some(root.lock()?)
     };
     let targets = plan(layout, root, selection)?;
-    fsroot::raise_fd_limit();
+    let mut reached = reach(layout, root, &targets)?;
     let pool = delete::pool(options.jobs).build()?;
+    let protected = Guard {
+        protected: layout
+            .paths
+            .iter()
+            .filter(|rule| rule.protected)
+            .map(|rule| rule.type_name.clone())
+            .collect(),
+    };
     let mut report = PruneReport {
         dry_run: options.dry_run,
         targets: Vec::new(),
         objects: 0,
         bytes: 0,
         errors: Vec::new(),
+        warnings: Vec::new(),
         seconds: 0.0,
     };
     // Nothing under a mount an enclosing target refused is touched.
     let mut blocked: Vec<Vec<u8>> = Vec::new();
     let mut failed: Vec<&str> = Vec::new();
-    for target in &targets {
+    for (target, reached) in targets.iter().zip(reached.iter_mut()) {
         let key = target.rule.path.as_str();
         if blocked.iter().any(|mount| within(key.as_bytes(), mount))
             || failed.iter().any(|failed| is_within(key, failed))
@@ -294,7 +373,7 @@ pub fn prune(
         let report_of = |complete| TargetReport {
             path: EscapedPath(&root.display(key.as_bytes())).to_string(),
             layout_path: key.to_owned(),
-            lifecycle: target.rule.lifecycle.as_str(),
+            lifecycle: target.rule.lifecycle,
             reason: target.reason,
             missing: false,
             entries: 0,
@@ -302,6 +381,9 @@ pub fn prune(
             bytes: 0,
             leftover_objects: 0,
             leftover_bytes: 0,
+            left_in_trash: 0,
+            in_place_entries: 0,
+            in_place_reason: None,
             kept: target.kept.clone(),
             symlink: None,
             complete,
@@ -338,7 +420,9 @@ pub fn prune(
             target,
             dry_run: options.dry_run,
             pool: &pool,
+            guard: protected.allowing(&target.rule.type_name),
             errors: &mut report.errors,
+            warnings: &mut report.warnings,
             report: report_of(true),
             top: None,
             trash: None,
@@ -347,7 +431,8 @@ pub fn prune(
         if !target.mounts.is_empty() {
             run.report.complete = false;
         }
-        if run.run().is_err() {
+        let dir = std::mem::replace(reached, Err(None));
+        if run.run(dir).is_err() {
             failed.push(key);
         }
         let done = run.report;
@@ -357,6 +442,41 @@ pub fn prune(
     }
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)
+}
+
+/// Each target's directory (`Err(None)` when it does not exist), reached
+/// with the mounts on its way checked (`mount_rule`): a mount it may not
+/// act through is an error before anything changes.
+fn reach(
+    layout: &Layout,
+    root: &Root,
+    targets: &[Target<'_>],
+) -> Result<Vec<Result<OwnedFd, Option<fsroot::Error>>>, NodeError> {
+    let mut reached = Vec::with_capacity(targets.len());
+    let mut refused: Vec<PathError> = Vec::new();
+    for target in targets {
+        match root.reach_dir(target.rule.path.as_bytes()) {
+            Ok(dir) => {
+                for refusal in mount_rule::refusals(layout, root, &dir.mounts) {
+                    if !refused.contains(&refusal) {
+                        refused.push(refusal);
+                    }
+                }
+                reached.push(Ok(dir.fd));
+            }
+            Err(fsroot::Error::Io { error, .. })
+                if error.raw_os_error() == Some(Errno::NOENT.raw_os_error()) =>
+            {
+                reached.push(Err(None));
+            }
+            Err(error) => reached.push(Err(Some(error))),
+        }
+    }
+    if refused.is_empty() {
+        Ok(reached)
+    } else {
+        Err(NodeError::Mounts(refused))
+    }
 }
 
 /// The targets, parents first, with what each must not enter.
@@ -384,6 +504,13 @@ fn plan<'l>(
             let mut selected = Vec::new();
             let mut unknown = Vec::new();
             for path in paths {
+                if !path.starts_with('/') {
+                    unknown.push(format!(
+                        "{path}: a relative path; prune takes layout paths, which are absolute \
+                         (/var/lib/containerd), and takes them below --root"
+                    ));
+                    continue;
+                }
                 let trimmed = match path.trim_end_matches('/') {
                     "" => "/",
                     trimmed => trimmed,
@@ -449,17 +576,21 @@ fn plan<'l>(
             .map(|d| Boundary {
                 path: EscapedPath(&root.display(d.path.as_bytes())).to_string(),
                 why: if d.lifecycle != rule.lifecycle {
-                    "lifecycle"
+                    KeptWhy::Lifecycle
                 } else {
-                    "protected"
+                    KeptWhy::Protected
                 },
-                lifecycle: d.lifecycle.as_str(),
+                lifecycle: d.lifecycle,
             })
             .collect();
+        // A mount in the trash is out of the path already: the trash's
+        // deletion keeps it, as a warning.
+        let trash = trash_path(key.as_bytes());
         let mounts: Vec<Vec<u8>> = root
             .mounts_below(key.as_bytes())?
             .into_iter()
             .filter(|mount| !below.iter().any(|d| within(mount, d.path.as_bytes())))
+            .filter(|mount| !within(mount, &trash))
             .collect();
         // A mount below another mount is under the outer one already.
         let mounts: Vec<Vec<u8>> = mounts
@@ -505,7 +636,10 @@ struct TargetRun<'a, 'l> {
     target: &'a Target<'l>,
     dry_run: bool,
     pool: &'a rayon::ThreadPool,
+    /// The layout's protected types but the target's own.
+    guard: Guard,
     errors: &'a mut Vec<PathError>,
+    warnings: &'a mut Vec<PathError>,
     report: TargetReport,
     /// The target's listing fd, where the trash is made.
     top: Option<OwnedFd>,
@@ -518,19 +652,27 @@ struct TargetRun<'a, 'l> {
 /// A target that could not be opened: nothing below it is attempted.
 struct Unreachable;
 
+/// What became of an entry that was to move into the trash.
+enum Moved {
+    Yes,
+    No,
+    /// No room for it (or for the trash): delete it in place.
+    NoRoom(String),
+}
+
 impl TargetRun<'_, '_> {
-    fn run(&mut self) -> Result<(), Unreachable> {
+    /// Empties the target, reached beforehand as `dir` (`Err(None)`: it
+    /// does not exist).
+    fn run(&mut self, dir: Result<OwnedFd, Option<fsroot::Error>>) -> Result<(), Unreachable> {
         let key = self.target.rule.path.as_str();
         let path = self.root.display(key.as_bytes());
-        let dir = match self.root.open_dir_beneath(key.as_bytes()) {
+        let dir = match dir {
             Ok(dir) => dir,
-            Err(fsroot::Error::Io { error, .. })
-                if error.raw_os_error() == Some(Errno::NOENT.raw_os_error()) =>
-            {
+            Err(None) => {
                 self.report.missing = true;
                 return Ok(());
             }
-            Err(error) => {
+            Err(Some(error)) => {
                 self.report.complete = false;
                 self.errors
                     .push(PathError::new(&path, without_path(&error, &path)));
@@ -567,7 +709,7 @@ impl TargetRun<'_, '_> {
                 let options = DeleteOptions {
                     dry_run: self.dry_run,
                     count_bytes: true,
-                    guard: None,
+                    guard: Some(&self.guard),
                 };
                 // Its own open file description: listing it must not move
                 // the offset of the fd entries are later moved through and
@@ -575,7 +717,7 @@ impl TargetRun<'_, '_> {
                 let own = match fsroot::reopen_dir(listing.as_fd()) {
                     Ok(own) => own,
                     Err(errno) => {
-                        self.errors
+                        self.warnings
                             .push(PathError::errno(&trash_path, "open", errno));
                         return false;
                     }
@@ -585,7 +727,9 @@ impl TargetRun<'_, '_> {
                 self.report.leftover_objects += outcome.objects;
                 self.report.leftover_bytes += outcome.bytes;
                 self.count(&outcome);
-                outcome.errors_into(&trash_path, self.errors);
+                // Retried by delete_trash: reported once, from there.
+                outcome.errors.clear();
+                outcome.refused.clear();
                 if !self.dry_run {
                     self.trash = Some(listing);
                 }
@@ -593,7 +737,7 @@ impl TargetRun<'_, '_> {
             }
             Ok(trash::Found::Foreign) => {
                 let empty = fsroot::open_listing_beneath(dir, trash::NAME, Crossing::NoMounts)
-                    .map(|fd| is_empty(fd.as_fd()))
+                    .and_then(|fd| fsroot::is_empty(fd.as_fd()))
                     .unwrap_or(false);
                 if empty && (self.dry_run || trash::remove(dir).is_ok()) {
                     return true;
@@ -650,7 +794,7 @@ impl TargetRun<'_, '_> {
                     self.enter(dir, name, &child, path);
                     continue;
                 }
-                if self.move_entry(dir, name, entry.file_type(), path) {
+                if self.prune_entry(dir, name, entry.file_type(), path) {
                     moved += 1;
                 }
             }
@@ -684,14 +828,69 @@ impl TargetRun<'_, '_> {
         }
     }
 
-    /// Moves one entry into the trash (a dry run counts what it holds).
-    fn move_entry(&mut self, dir: &OwnedFd, name: &CStr, kind: FileType, path: &PathChain) -> bool {
+    /// Takes one entry out of the directory: into the trash, or deleted in
+    /// place when there is no room for that (a dry run counts what it
+    /// holds). Whether it went.
+    fn prune_entry(
+        &mut self,
+        dir: &OwnedFd,
+        name: &CStr,
+        kind: FileType,
+        path: &PathChain,
+    ) -> bool {
+        if !self.label_allows(dir, name, path) {
+            return false;
+        }
         if self.dry_run {
             self.count_in_place(dir, name, kind, path);
             return true;
         }
-        let Some(trash) = self.trash_fd() else {
-            return false;
+        match self.move_entry(dir, name, path) {
+            Moved::Yes => true,
+            Moved::No => false,
+            Moved::NoRoom(reason) => {
+                self.report.in_place_reason.get_or_insert(reason);
+                self.delete_in_place(dir, name, path)
+            }
+        }
+    }
+
+    /// Whether entry `name` may go: its label has no protected type but
+    /// the target's own. A refusal is an error that names it.
+    fn label_allows(&mut self, dir: &OwnedFd, name: &CStr, path: &PathChain) -> bool {
+        match read_label(Handle::Named(dir.as_fd(), name)) {
+            Ok(label) => match self.guard.refusal(label.as_deref()) {
+                None => true,
+                Some(reason) => {
+                    let reason = reason.replace("never removed", "never pruned; kept");
+                    self.fail(PathError::new(
+                        &path.child(name.to_bytes()).to_vec(),
+                        reason,
+                    ));
+                    false
+                }
+            },
+            Err(Errno::NOENT) => false,
+            Err(errno) => {
+                let at = path.child(name.to_bytes()).to_vec();
+                self.fail(PathError::errno(&at, "read the label of", errno));
+                false
+            }
+        }
+    }
+
+    /// Moves one entry into the trash.
+    fn move_entry(&mut self, dir: &OwnedFd, name: &CStr, path: &PathChain) -> Moved {
+        let trash = match self.trash_fd() {
+            Ok(trash) => trash,
+            Err(Errno::NOSPC | Errno::DQUOT) => {
+                return Moved::NoRoom(format!(
+                    "no room to create {} ({})",
+                    trash::NAME.to_string_lossy(),
+                    describe(Errno::NOSPC)
+                ))
+            }
+            Err(_) => return Moved::No,
         };
         let mut to = name.to_owned();
         let mut attempt = 0u64;
@@ -709,16 +908,21 @@ impl TargetRun<'_, '_> {
         match moved {
             Ok(()) => {
                 self.report.entries += 1;
-                true
+                Moved::Yes
             }
-            Err(Errno::NOENT) => false,
+            Err(Errno::NOENT) => Moved::No,
             Err(Errno::BUSY) => {
                 self.fail(PathError::new(
                     &path.child(name.to_bytes()).to_vec(),
                     "a mount point: prune never crosses a mount; nothing under it was touched",
                 ));
-                false
+                Moved::No
             }
+            Err(errno @ (Errno::NOSPC | Errno::DQUOT)) => Moved::NoRoom(format!(
+                "no room in {} for its name ({})",
+                trash::NAME.to_string_lossy(),
+                describe(errno)
+            )),
             Err(errno) => {
                 if errno == Errno::ROFS {
                     self.stop = true;
@@ -728,13 +932,34 @@ impl TargetRun<'_, '_> {
                     "move into the trash",
                     errno,
                 ));
-                false
+                Moved::No
             }
         }
     }
 
+    /// Deletes entry `name` of `dir` where it is (a whole tree through
+    /// [`delete`]): what is left of it is an error.
+    fn delete_in_place(&mut self, dir: &OwnedFd, name: &CStr, path: &PathChain) -> bool {
+        let options = DeleteOptions {
+            dry_run: false,
+            count_bytes: true,
+            guard: Some(&self.guard),
+        };
+        let mut outcome =
+            delete::delete_entry(self.pool, dir.as_fd(), name, path.clone(), &options);
+        self.count(&outcome);
+        self.report.entries += 1;
+        self.report.in_place_entries += 1;
+        if !outcome.complete {
+            self.report.complete = false;
+            let at = path.child(name.to_bytes()).to_vec();
+            outcome.errors_into(&at, self.errors);
+        }
+        outcome.complete
+    }
+
     /// The trash's fd, made (and marked) in the target on first use.
-    fn trash_fd(&mut self) -> Option<BorrowedFd<'_>> {
+    fn trash_fd(&mut self) -> Result<BorrowedFd<'_>, Errno> {
         if self.trash.is_none() {
             let made = match &self.top {
                 Some(top) => trash::create(top.as_fd()),
@@ -742,16 +967,18 @@ impl TargetRun<'_, '_> {
             };
             match made {
                 Ok(fd) => self.trash = Some(fd),
+                // Deleted in place instead.
+                Err(errno @ (Errno::NOSPC | Errno::DQUOT)) => return Err(errno),
                 Err(errno) => {
                     // Nothing can move without a trash.
                     self.stop = true;
                     let target = self.root.display(self.target.rule.path.as_bytes());
                     self.fail(PathError::errno(&trash_path(&target), "create", errno));
-                    return None;
+                    return Err(errno);
                 }
             }
         }
-        self.trash.as_ref().map(AsFd::as_fd)
+        self.trash.as_ref().map(AsFd::as_fd).ok_or(Errno::BADF)
     }
 
     /// A dry run: what deleting entry `name` would remove.
@@ -777,7 +1004,7 @@ impl TargetRun<'_, '_> {
                 let options = DeleteOptions {
                     dry_run: true,
                     count_bytes: true,
-                    guard: None,
+                    guard: Some(&self.guard),
                 };
                 let mut outcome = delete::delete_contents(self.pool, fd, child.clone(), &options);
                 self.count(&outcome);
@@ -800,7 +1027,8 @@ impl TargetRun<'_, '_> {
         }
     }
 
-    /// Deletes what the trash holds, then the trash.
+    /// Deletes what the trash holds, then the trash. What cannot be
+    /// deleted stays in it: warnings, since the pruned path is empty.
     fn delete_trash(&mut self, dir: &OwnedFd, path: &[u8]) {
         let Some(listing) = self.trash.take() else {
             return;
@@ -809,18 +1037,21 @@ impl TargetRun<'_, '_> {
         let options = DeleteOptions {
             dry_run: false,
             count_bytes: true,
-            guard: None,
+            guard: Some(&self.guard),
         };
         let mut outcome =
             delete::delete_contents(self.pool, listing, PathChain::new(&trash_path), &options);
         self.count(&outcome);
         if !outcome.complete {
             self.report.complete = false;
+            self.report.left_in_trash += outcome.left().max(1);
         }
-        outcome.errors_into(&trash_path, self.errors);
+        outcome.errors_into(&trash_path, self.warnings);
         if outcome.complete {
             if let Err(errno) = trash::remove(dir) {
-                self.fail(PathError::errno(&trash_path, "remove", errno));
+                self.report.complete = false;
+                self.warnings
+                    .push(PathError::errno(&trash_path, "remove", errno));
             }
         }
     }
@@ -844,19 +1075,6 @@ fn trash_path(path: &[u8]) -> Vec<u8> {
     }
     trash.extend_from_slice(trash::NAME.to_bytes());
     trash
-}
-
-/// Whether the directory open for listing holds nothing.
-fn is_empty(dir: BorrowedFd<'_>) -> bool {
-    let mut buffer = Vec::with_capacity(1024);
-    let mut entries = RawDir::new(dir, buffer.spare_capacity_mut());
-    while let Some(entry) = entries.next() {
-        match entry {
-            Ok(entry) if matches!(entry.file_name().to_bytes(), b"." | b"..") => {}
-            _ => return false,
-        }
-    }
-    true
 }
 
 /// The message of an [`fsroot::Error`] without the path it starts with

@@ -11,7 +11,9 @@
 //!   protected path of the layout;
 //! - on disk: the removable root is reached from the root's fd with
 //!   `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-//!   RESOLVE_NO_MAGICLINKS)` (it may be a mount point itself), then the
+//!   RESOLVE_NO_MAGICLINKS)`, one component at a time (it may be a mount
+//!   point itself, but only one `mount_rule` accepts: never a bind mount
+//!   of another directory, which would make rm remove there), then the
 //!   operand's parent from the removable root's fd with `RESOLVE_NO_XDEV`
 //!   added: a symlink on the way is refused, and so is any mount point. The
 //!   last component is opened `O_PATH | O_NOFOLLOW`: a symlink there is
@@ -19,7 +21,7 @@
 //!   file or directory) is refused; so is an object whose label has a
 //!   protected type (a hard link to an etcd file keeps etcd's label), a
 //!   directory without `recursive`, and a directory that holds a mount
-//!   point anywhere below it (`/proc/self/mountinfo`).
+//!   point anywhere below it (the mount table).
 //!
 //! A directory's contents then go through `delete`: every level
 //! is opened from its parent's fd with the same `openat2` flags including
@@ -49,7 +51,7 @@ use rustix::io::Errno;
 use serde::Serialize;
 
 use super::delete::{self, DeleteOptions, Guard};
-use super::{describe, read_label, NodeError, PathError};
+use super::{describe, mount_rule, read_label, NodeError, PathError};
 use fsroot::{self, Crossing, Entry, EscapedPath, Handle, Meta, Root};
 use layout::model::Layout;
 use selabel::path_chain::PathChain;
@@ -148,7 +150,7 @@ pub fn remove(
     };
     let mut targets = Vec::new();
     for operand in operands {
-        match examine(root, &rules, operand, options) {
+        match examine(layout, root, &rules, operand, options) {
             Ok(target) => targets.push(target),
             Err(Problem::Refused(refusal)) => report.refuse(refusal),
             Err(Problem::Failed(error)) => report.fail(error),
@@ -246,13 +248,71 @@ struct Target {
     bytes: u64,
 }
 
-/// Checks one operand and opens it (see the module docs).
+/// Where an operand lies in the layout, before anything is opened.
+struct Located<'r> {
+    key: Vec<u8>,
+    shown: Vec<u8>,
+    /// The removable root it is below.
+    removable: &'r str,
+    /// Its parent, relative to the removable root (`None`: directly in it).
+    parent: Option<CString>,
+    name: CString,
+}
+
+/// The operand's object, opened below its parent.
+struct Opened {
+    parent: OwnedFd,
+    parent_meta: Meta,
+    entry: Entry,
+}
+
+/// Checks one operand and opens it (see the module docs): each step
+/// refuses or fails with a message naming the operand.
 fn examine(
+    layout: &Layout,
     root: &Root,
     rules: &Rules,
     operand: &Path,
     options: RemoveOptions,
 ) -> Result<Target, Problem> {
+    let located = locate(root, rules, operand)?;
+    let top = open_removable_root(layout, root, &located)?;
+    let opened = open_operand(root, &top, &located)?;
+    let shown = &located.shown;
+    let kind = opened.entry.kind();
+    let listing = match kind {
+        FileType::Directory if !options.recursive => {
+            return Err(refused(
+                shown,
+                "is a directory; rm -r removes it and everything below it",
+            ))
+        }
+        FileType::Directory => Some(open_tree(&opened, &located)?),
+        _ => None,
+    };
+    check_label(rules, &opened, &located, listing.as_ref())?;
+    if listing.is_some() {
+        check_no_mounts_below(root, &located)?;
+    }
+    let bytes = if options.count_bytes {
+        own_bytes(opened.entry.fd(), kind)
+    } else {
+        0
+    };
+    Ok(Target {
+        shown: located.shown,
+        parent: opened.parent,
+        name: located.name,
+        kind,
+        listing,
+        bytes,
+    })
+}
+
+/// The lexical checks: an absolute path (or one inside the root) without
+/// `..`, strictly below a removable root, neither in nor holding a
+/// protected path.
+fn locate<'r>(root: &Root, rules: &'r Rules, operand: &Path) -> Result<Located<'r>, Problem> {
     let raw = operand.as_os_str().as_bytes();
     let key = key_of(root, raw)?;
     let shown = root.display(&key);
@@ -292,19 +352,36 @@ fn examine(
         }
     }
     let below = &key[removable.len() + 1..];
-    let (parent_rel, name) = match below.iter().rposition(|&b| b == b'/') {
-        Some(slash) => (Some(&below[..slash]), &below[slash + 1..]),
-        None => (None, below),
+    let no_nul =
+        |bytes: &[u8]| CString::new(bytes).map_err(|_| refused(raw, "a path holds no NUL byte"));
+    let (parent, name) = match below.iter().rposition(|&b| b == b'/') {
+        Some(slash) => (Some(no_nul(&below[..slash])?), no_nul(&below[slash + 1..])?),
+        None => (None, no_nul(below)?),
     };
-    let name = CString::new(name).map_err(|_| refused(raw, "a path holds no NUL byte"))?;
+    Ok(Located {
+        key,
+        shown,
+        removable,
+        parent,
+        name,
+    })
+}
 
-    // The removable root: mounts on its way are entered (it is often a
-    // mount point itself), symlinks are not.
-    let top = root
-        .open_dir_beneath(removable.as_bytes())
+/// The removable root, reached from the root's fd: symlinks on the way
+/// are refused; mounts are entered (it is often a mount point itself),
+/// but only those `mount_rule` accepts (never a bind mount of another
+/// directory).
+fn open_removable_root(
+    layout: &Layout,
+    root: &Root,
+    located: &Located<'_>,
+) -> Result<(OwnedFd, Meta), Problem> {
+    let (shown, removable) = (&located.shown, located.removable);
+    let reached = root
+        .reach_dir(removable.as_bytes())
         .map_err(|error| match error {
             fsroot::Error::Symlink { symlink, .. } => refused(
-                &shown,
+                shown,
                 format!(
                     "{} on the way to the removable root {removable}; rm never follows symlinks",
                     match symlink {
@@ -313,116 +390,140 @@ fn examine(
                     }
                 ),
             ),
-            error => failed(&shown, format!("cannot reach the removable root: {error}")),
+            error => failed(shown, format!("cannot reach the removable root: {error}")),
         })?;
-    let top_meta = Meta::of(top.as_fd()).map_err(|e| failed(&shown, describe(e)))?;
-    let parent = match parent_rel {
-        None => fsroot::open_dir_beneath(&top, c".", Crossing::NoMounts),
-        Some(rel) => {
-            let rel = CString::new(rel).map_err(|_| refused(raw, "a path holds no NUL byte"))?;
-            fsroot::open_dir_beneath(&top, &rel, Crossing::NoMounts)
-        }
+    if let Some(refusal) = mount_rule::refusals(layout, root, &reached.mounts)
+        .into_iter()
+        .next()
+    {
+        return Err(refused(
+            shown,
+            format!(
+                "the way to the removable root {removable} is refused: {refusal}; nothing was \
+                 removed"
+            ),
+        ));
     }
-    .map_err(|errno| on_the_way(root, &top, removable, below, &shown, errno))?;
-    let parent_meta = Meta::of(parent.as_fd()).map_err(|e| failed(&shown, describe(e)))?;
-    if parent_meta.other_mount(&top_meta) {
+    Ok((reached.fd, reached.meta))
+}
+
+/// The operand's parent, from the removable root with `RESOLVE_NO_XDEV`
+/// added, and the operand itself `O_PATH | O_NOFOLLOW`: a symlink on the
+/// way is refused, so is any mount point.
+fn open_operand(
+    root: &Root,
+    (top, top_meta): &(OwnedFd, Meta),
+    located: &Located<'_>,
+) -> Result<Opened, Problem> {
+    let shown = &located.shown;
+    let removable = located.removable;
+    let below = &located.key[removable.len() + 1..];
+    let parent = fsroot::open_dir_beneath(
+        top,
+        located.parent.as_deref().unwrap_or(c"."),
+        Crossing::NoMounts,
+    )
+    .map_err(|errno| on_the_way(root, top, removable, below, shown, errno))?;
+    let parent_meta = Meta::of(parent.as_fd()).map_err(|e| failed(shown, describe(e)))?;
+    if parent_meta.other_mount(top_meta) {
         // RESOLVE_NO_XDEV already refuses this; kept as a second lock.
         return Err(refused(
-            &shown,
+            shown,
             "lies on another mount; rm never crosses mounts",
         ));
     }
-    let entry = match Entry::open_at(&parent, &name) {
+    let entry = match Entry::open_at(&parent, &located.name) {
         Ok(entry) => entry,
-        Err(Errno::NOENT) => {
-            return Err(failed(&shown, "cannot remove: no such file or directory"))
-        }
-        Err(errno) => return Err(failed(&shown, format!("cannot open: {}", describe(errno)))),
+        Err(Errno::NOENT) => return Err(failed(shown, "cannot remove: no such file or directory")),
+        Err(errno) => return Err(failed(shown, format!("cannot open: {}", describe(errno)))),
     };
     if entry.meta().other_mount(&parent_meta) {
         return Err(refused(
-            &shown,
+            shown,
             "is a mount point (another filesystem or a bind mount): rm never removes or crosses mounts",
         ));
     }
-    let kind = entry.kind();
-    let mut listing = None;
-    let label = match kind {
-        FileType::Symlink => read_label(Handle::Named(parent.as_fd(), &name)),
-        FileType::Directory => {
-            if !options.recursive {
-                return Err(refused(
-                    &shown,
-                    "is a directory; rm -r removes it and everything below it",
-                ));
-            }
-            let fd = fsroot::open_listing_beneath(&parent, &name, Crossing::NoMounts).map_err(
-                |errno| match errno {
-                    Errno::XDEV => refused(
-                        &shown,
-                        "is a mount point: rm never removes or crosses mounts",
-                    ),
-                    errno => failed(
-                        &shown,
-                        format!(
-                            "changed while it was examined; not removed ({})",
-                            describe(errno)
-                        ),
-                    ),
-                },
-            )?;
-            let meta = Meta::of(fd.as_fd()).map_err(|e| failed(&shown, describe(e)))?;
-            if (meta.dev, meta.ino, meta.mount)
-                != (entry.meta().dev, entry.meta().ino, entry.meta().mount)
-            {
-                return Err(failed(&shown, "changed while it was examined; not removed"));
-            }
-            let label = read_label(Handle::Fd(fd.as_fd()));
-            listing = Some(fd);
-            label
+    Ok(Opened {
+        parent,
+        parent_meta,
+        entry,
+    })
+}
+
+/// A directory operand opened for listing without crossing a mount, and
+/// checked to be the object examined.
+fn open_tree(opened: &Opened, located: &Located<'_>) -> Result<OwnedFd, Problem> {
+    let shown = &located.shown;
+    let fd = fsroot::open_listing_beneath(&opened.parent, &located.name, Crossing::NoMounts)
+        .map_err(|errno| match errno {
+            Errno::XDEV => refused(
+                shown,
+                "is a mount point: rm never removes or crosses mounts",
+            ),
+            errno => failed(
+                shown,
+                format!(
+                    "changed while it was examined; not removed ({})",
+                    describe(errno)
+                ),
+            ),
+        })?;
+    let meta = Meta::of(fd.as_fd()).map_err(|e| failed(shown, describe(e)))?;
+    let examined = opened.entry.meta();
+    if (meta.dev, meta.ino, meta.mount) != (examined.dev, examined.ino, examined.mount)
+        || meta.mount != opened.parent_meta.mount
+    {
+        return Err(failed(shown, "changed while it was examined; not removed"));
+    }
+    Ok(fd)
+}
+
+/// Refuses an operand whose label has a protected type (a hard link to
+/// an etcd file keeps etcd's label).
+fn check_label(
+    rules: &Rules,
+    opened: &Opened,
+    located: &Located<'_>,
+    listing: Option<&OwnedFd>,
+) -> Result<(), Problem> {
+    let label = match (listing, opened.entry.kind()) {
+        (Some(fd), _) => read_label(Handle::Fd(fd.as_fd())),
+        (None, FileType::Symlink) => {
+            read_label(Handle::Named(opened.parent.as_fd(), &located.name))
         }
-        _ => read_label(entry.handle()),
+        (None, _) => read_label(opened.entry.handle()),
     };
     let label = label.map_err(|errno| {
         failed(
-            &shown,
+            &located.shown,
             format!("cannot read the label: {}", describe(errno)),
         )
     })?;
-    if let Some(reason) = rules.guard.refusal(label.as_deref()) {
-        return Err(refused(&shown, reason));
+    match rules.guard.refusal(label.as_deref()) {
+        Some(reason) => Err(refused(&located.shown, reason)),
+        None => Ok(()),
     }
-    if listing.is_some() {
-        let mounts = root
-            .mounts_below(&key)
-            .map_err(|error| failed(&shown, error.to_string()))?;
-        if let Some(first) = mounts.first() {
-            let more = match mounts.len() {
-                1 => String::new(),
-                n => format!(" and {} more", n - 1),
-            };
-            return Err(refused(
-                &shown,
-                format!(
-                    "holds the mount point {}{more}; rm never crosses mounts (unmount first)",
-                    EscapedPath(&root.display(first))
-                ),
-            ));
-        }
-    }
-    let bytes = if options.count_bytes {
-        own_bytes(entry.fd(), kind)
-    } else {
-        0
+}
+
+/// Refuses a directory that holds a mount point anywhere below it.
+fn check_no_mounts_below(root: &Root, located: &Located<'_>) -> Result<(), Problem> {
+    let mounts = root
+        .mounts_below(&located.key)
+        .map_err(|error| failed(&located.shown, error.to_string()))?;
+    let Some(first) = mounts.first() else {
+        return Ok(());
     };
-    Ok(Target {
-        shown,
-        parent,
-        name,
-        kind,
-        listing,
-        bytes,
-    })
+    let more = match mounts.len() {
+        1 => String::new(),
+        n => format!(" and {} more", n - 1),
+    };
+    Err(refused(
+        &located.shown,
+        format!(
+            "holds the mount point {}{more}; rm never crosses mounts (unmount first)",
+            EscapedPath(&root.display(first))
+        ),
+    ))
 }
 
 /// The blocks an object frees when it goes: a directory's always, another
@@ -441,6 +542,13 @@ fn own_bytes(fd: BorrowedFd<'_>, kind: FileType) -> u64 {
 fn key_of(root: &Root, raw: &[u8]) -> Result<Vec<u8>, Problem> {
     if raw.is_empty() {
         return Err(refused(raw, "an empty path"));
+    }
+    if !raw.starts_with(b"/") {
+        return Err(refused(
+            raw,
+            "is a relative path; rm takes layout paths (/var/mnt/x, below --root) or paths \
+             that start with the root, never relative to the working directory",
+        ));
     }
     if raw
         .split(|&b| b == b'/')

@@ -16,7 +16,8 @@ use rustix::io::{Errno, Result};
 
 use fsroot::{self, Crossing, Entry};
 
-/// The trash's name inside the directory it belongs to.
+/// The trash's name inside the directory it belongs to
+/// ([`super::TRASH_NAME`]).
 pub(crate) const NAME: &CStr = c".semanifest-trash";
 const MARK: &str = "trusted.semanifest";
 const MARK_VALUE: &[u8] = b"trash";
@@ -51,23 +52,32 @@ pub(crate) fn find(dir: BorrowedFd<'_>) -> Result<Found> {
 }
 
 /// Makes the trash in `dir` (mode 0700) and marks it; its listing fd.
-/// The mark is set through the new directory's own fd; if it cannot be
-/// set, the directory goes again. A crash in between leaves an empty
-/// unmarked directory, which [`find`] calls foreign and a prune removes
-/// only because it is empty.
+/// [`fsroot::make_dir`] opens it without crossing a mount and checks it
+/// is the empty directory just made in `dir`, so the mark never lands on
+/// anything else (a bind mount placed on the name, another directory
+/// swapped in). The mark is set through the new directory's own fd; if it
+/// cannot be set, the directory goes again. A crash in between leaves an
+/// empty unmarked directory, which [`find`] calls foreign and a prune
+/// removes only because it is empty.
 pub(crate) fn create(dir: BorrowedFd<'_>) -> Result<OwnedFd> {
     let made = fsroot::make_dir(dir, NAME, 0o700)?;
-    let marked = fsroot::reopen_dir(made.fd()).and_then(|listing| {
-        rustix::fs::fsetxattr(&listing, MARK, MARK_VALUE, rustix::fs::XattrFlags::CREATE)
-            .map(|()| listing)
-    });
-    if marked.is_err() {
+    let marked = rustix::fs::fsetxattr(&made, MARK, MARK_VALUE, rustix::fs::XattrFlags::CREATE);
+    if let Err(errno) = marked {
         let _ = fsroot::remove_dir(dir, NAME);
+        return Err(errno);
     }
-    marked
+    Ok(made)
 }
 
 /// Removes the (emptied) trash from `dir`.
 pub fn remove(dir: impl AsFd) -> Result<()> {
     fsroot::remove_dir(dir, NAME)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_public_name_is_the_trash_name() {
+        assert_eq!(super::NAME.to_bytes(), super::super::TRASH_NAME.as_bytes());
+    }
 }

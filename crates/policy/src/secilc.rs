@@ -164,23 +164,37 @@ pub(crate) fn violated_protections(output: &str) -> Vec<BrokenNeverallow> {
 /// One failed neverallow as secilc reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FailedNeverallow {
+    /// `FILE:LINE` of the neverallow statement itself.
+    pub at: String,
     pub subject: String,
     pub target: String,
     /// The offending rules as `FILE:LINE: (allow …)`.
     pub offending: Vec<String>,
 }
 
+impl FailedNeverallow {
+    /// The file the neverallow statement is in.
+    pub fn file(&self) -> &str {
+        self.at.rsplit_once(':').map_or(&self.at, |(file, _)| file)
+    }
+}
+
 /// Every neverallow secilc reported as violated. secilc 3.4 prints
-/// `neverallow check failed at …`, the neverallow, then for each culprit
+/// `neverallow check failed at FILE:LINE`, the neverallow, then for each
+/// culprit its enclosing statements (`booleanif at …`, `optional at …`),
 /// `allow at FILE:LINE` and the rule itself.
 pub fn violated_neverallows(output: &str) -> Vec<FailedNeverallow> {
     let mut broken: Vec<FailedNeverallow> = Vec::new();
+    let mut at = String::new();
     let mut lines = output.lines().map(str::trim).peekable();
     while let Some(line) = lines.next() {
-        if let Some(rest) = line.strip_prefix("(neverallow ") {
+        if let Some(location) = line.strip_prefix("neverallow check failed at ") {
+            location.clone_into(&mut at);
+        } else if let Some(rest) = line.strip_prefix("(neverallow ") {
             let mut fields = rest.split_whitespace();
             if let (Some(subject), Some(target)) = (fields.next(), fields.next()) {
                 broken.push(FailedNeverallow {
+                    at: std::mem::take(&mut at),
                     subject: subject.to_owned(),
                     target: target.to_owned(),
                     offending: Vec::new(),
@@ -196,6 +210,88 @@ pub fn violated_neverallows(output: &str) -> Vec<FailedNeverallow> {
         }
     }
     broken
+}
+
+/// Whether a secilc enforces neverallows, found by compiling a tiny policy
+/// twice: as it is (it must compile) and with one rule its neverallow
+/// forbids (it must be refused with a neverallow failure).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NeverallowProbe {
+    Enforced,
+    /// The violating policy compiled: this secilc proves nothing.
+    Ignored,
+    /// The probe gave no verdict (the clean policy failed, or the violating
+    /// one failed for another reason); `output` is what secilc said.
+    Inconclusive {
+        output: String,
+    },
+}
+
+const PROBE_POLICY: &str = "\
+(class file (read))
+(classorder (file))
+(sid kernel)
+(sidorder (kernel))
+(user probe_u)
+(role probe_r)
+(type probe_t)
+(type probe_data_t)
+(userrole probe_u probe_r)
+(roletype probe_r probe_t)
+(sensitivity s0)
+(sensitivityorder (s0))
+(category c0)
+(categoryorder (c0))
+(sensitivitycategory s0 (c0))
+(userlevel probe_u (s0))
+(userrange probe_u ((s0) (s0)))
+(sidcontext kernel (probe_u probe_r probe_t ((s0) (s0))))
+(allow probe_t probe_t (file (read)))
+(neverallow probe_t probe_data_t (file (read)))
+";
+
+/// Runs the [`NeverallowProbe`] with `secilc` in `dir` (created).
+pub fn probe_neverallows(secilc: &Path, dir: &Path) -> Result<NeverallowProbe, SecilcError> {
+    let io = |source| SecilcError::Spawn {
+        path: dir.to_owned(),
+        source,
+    };
+    std::fs::create_dir_all(dir).map_err(io)?;
+    let compile = |name: &str, text: &str| -> Result<SecilcOutput, SecilcError> {
+        let input = dir.join(format!("{name}.cil"));
+        std::fs::write(&input, text).map_err(io)?;
+        run(&Invocation {
+            secilc,
+            inputs: vec![input],
+            policy_out: &dir.join(format!("{name}.policy")),
+            file_contexts_out: &dir.join(format!("{name}.file_contexts")),
+            disable_neverallow: false,
+            flags: Flags::default(),
+        })
+    };
+    let clean = compile("clean", PROBE_POLICY)?;
+    if !clean.success {
+        return Ok(NeverallowProbe::Inconclusive {
+            output: clean.output,
+        });
+    }
+    let violating = compile(
+        "violating",
+        &format!("{PROBE_POLICY}(allow probe_t probe_data_t (file (read)))\n"),
+    )?;
+    if violating.success {
+        return Ok(NeverallowProbe::Ignored);
+    }
+    let caught = violated_neverallows(&violating.output)
+        .iter()
+        .any(|failed| failed.subject == "probe_t" && failed.target == "probe_data_t");
+    Ok(if caught {
+        NeverallowProbe::Enforced
+    } else {
+        NeverallowProbe::Inconclusive {
+            output: violating.output,
+        }
+    })
 }
 
 #[cfg(test)]
@@ -215,5 +311,8 @@ mod tests {
             }]
         );
         assert!(violated_protections("(neverallow a b c)").is_empty());
+        let failed = violated_neverallows(output);
+        assert_eq!(failed[0].at, "out/m.cil:113");
+        assert_eq!(failed[0].file(), "out/m.cil");
     }
 }

@@ -43,6 +43,9 @@ pub struct AllowLine {
     pub perms: BTreeSet<String>,
     /// `Some(boolean expression)` for a conditional rule.
     pub condition: Option<String>,
+    /// Whether a conditional rule is in the expression's true branch
+    /// (`:True`) or its false one (`:False`); true for the others.
+    pub when: bool,
     pub text: String,
 }
 
@@ -61,17 +64,19 @@ pub fn allow_lines(text: &str) -> Vec<AllowLine> {
                 .filter(|p| !matches!(*p, "{" | "}"))
                 .map(str::to_owned)
                 .collect();
-            let condition = tail
+            let conditional = tail
                 .trim()
                 .strip_prefix('[')
-                .and_then(|c| c.split_once(']'))
-                .map(|(c, _)| c.trim().to_owned());
+                .and_then(|c| c.rsplit_once(']'));
+            let condition = conditional.map(|(c, _)| c.trim().to_owned());
+            let when = conditional.is_none_or(|(_, branch)| branch.trim() != ":False");
             Some(AllowLine {
                 source,
                 target: target.to_owned(),
                 class: class.to_owned(),
                 perms,
                 condition,
+                when,
                 text: line.trim().to_owned(),
             })
         })
@@ -112,9 +117,11 @@ mod tests {
     #[test]
     fn reads_conditional_allow_lines() {
         let lines = allow_lines(
-            "allow a_t b_t:process { sigchld transition };\nallow c_t d_t:process transition; [ some_bool ]:True\n",
+            "allow a_t b_t:process { sigchld transition };\nallow c_t d_t:process transition; [ some_bool ]:True\nallow e_t f_t:file read; [ a && b ]:False\n",
         );
-        assert_eq!(lines.len(), 2);
+        assert_eq!(lines.len(), 3);
+        assert!(lines[0].when && lines[1].when && !lines[2].when);
+        assert_eq!(lines[2].condition.as_deref(), Some("a && b"));
         assert_eq!(
             lines[0].perms,
             BTreeSet::from(["sigchld".into(), "transition".into()])

@@ -18,10 +18,10 @@ use super::plan;
 use layout::model::Layout;
 
 /// What the store offers the module; every name here is the store's.
+/// Nothing here names the store's location: the same store in any form
+/// gives the same module.
 #[derive(Debug, Clone, Default)]
 pub struct StoreTarget {
-    /// One line naming the store, for the header.
-    pub store: String,
     pub profile: String,
     /// Layout domain type → store type.
     pub domain_types: BTreeMap<String, String>,
@@ -34,7 +34,8 @@ pub struct StoreTarget {
     pub file_type_attributes: Vec<String>,
     pub domain_attribute: String,
     pub domain_role: String,
-    /// Name → the module that declares it, for names outside the base.
+    /// Name → the module that declares it, for names outside the base
+    /// (types, attributes, booleans).
     pub providers: BTreeMap<String, String>,
     pub workload: WorkloadSet,
     /// Per layout path (same order): its `filecon` lines.
@@ -43,6 +44,21 @@ pub struct StoreTarget {
     pub store_notes: Vec<Option<String>>,
     /// Class → its permissions in the store.
     pub classes: BTreeMap<String, BTreeSet<String>>,
+    /// Store rules on the types a path replaces, copied to its type so no
+    /// store domain loses access silently.
+    pub copied: Vec<CopiedRule>,
+}
+
+/// A store rule, copied to a layout type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CopiedRule {
+    pub source: String,
+    pub target: String,
+    pub class: String,
+    pub perms: Vec<String>,
+    /// The rule's `booleanif` condition as CIL words (`(and`, `a`, `b)`)
+    /// and the branch (`true`/`false`) it sits in.
+    pub condition: Option<(Vec<String>, &'static str)>,
 }
 
 /// Who a protection holds against.
@@ -65,16 +81,58 @@ pub struct FileconLine {
     pub comment: String,
 }
 
+/// The file classes a protection covers.
+pub const PROTECTED_CLASSES: [&str; 7] = [
+    "dir",
+    "file",
+    "lnk_file",
+    "chr_file",
+    "blk_file",
+    "sock_file",
+    "fifo_file",
+];
+
+/// What a protection is about: data. A protected type is held to every
+/// permission on every file class except traversing directories (`dir
+/// getattr open search`), which distribution policies grant container
+/// domains on every file type by design, and `map` and `execmod`, which
+/// map nothing without `read`, `write` or `execute` (Fedora grants every
+/// domain `map` on every file type under a boolean,
+/// `domain_can_mmap_files`). Per class, the exceptions the store's class
+/// has (a permission a class lacks cannot be named).
+pub fn protection_exceptions(
+    classes: &BTreeMap<String, BTreeSet<String>>,
+) -> BTreeMap<String, Vec<String>> {
+    PROTECTED_CLASSES
+        .iter()
+        .map(|&class| {
+            let known = classes.get(class);
+            let wanted: &[&str] = if class == "dir" {
+                &["getattr", "open", "search", "map", "execmod"]
+            } else {
+                &["map", "execmod"]
+            };
+            let except = wanted
+                .iter()
+                .filter(|p| known.is_some_and(|k| k.contains(**p)))
+                .map(|p| (*p).to_owned())
+                .collect();
+            (class.to_owned(), except)
+        })
+        .collect()
+}
+
 #[derive(Debug, Serialize)]
 struct Plan {
     module: String,
     layout_name: String,
     source: String,
     description: Option<String>,
-    store: String,
     profile: String,
     levels: Vec<Level>,
     protected_permissions: String,
+    /// Per file class, the permissions a protection leaves out.
+    protected_sets: Vec<ClassPerms>,
     workload_attribute: String,
     domains: Vec<DomainBlock>,
     workload: Vec<Block>,
@@ -109,6 +167,9 @@ struct PathBlock {
     attributes: Vec<String>,
     filecons: Vec<FileconLine>,
     blocks: Vec<Block>,
+    /// The store rules copied to the type: how many, and the statements.
+    copied: usize,
+    copied_blocks: Vec<Block>,
     protected: bool,
 }
 
@@ -142,6 +203,21 @@ enum Statement {
         of: String,
         except: String,
     },
+    /// `(allow SOURCE TARGET (CLASS (PERMS)))`.
+    AllowPerms {
+        source: String,
+        target: String,
+        class: String,
+        perms: Vec<String>,
+    },
+    /// `(booleanif EXPRESSION (BRANCH STATEMENTS))`; `names` are the
+    /// booleans, for the blocks it needs.
+    Booleanif {
+        expression: Vec<String>,
+        branch: &'static str,
+        names: Vec<String>,
+        statements: Vec<Statement>,
+    },
 }
 
 impl Statement {
@@ -152,6 +228,14 @@ impl Statement {
             }
             Statement::Members { types, .. } => types.iter().map(String::as_str).collect(),
             Statement::MembersExcept { of, except, .. } => vec![of, except],
+            Statement::AllowPerms { source, target, .. } => vec![source, target],
+            Statement::Booleanif {
+                names, statements, ..
+            } => names
+                .iter()
+                .map(String::as_str)
+                .chain(statements.iter().flat_map(Statement::names))
+                .collect(),
         }
     }
 }
@@ -202,33 +286,57 @@ pub fn render(
     super::cil::render_template("store-module.cil", &plan)
 }
 
+/// The layout's plan in the store's names, one block kind at a time; the
+/// `optional` blocks share one counter, so their names follow the module.
 fn build_plan(layout: &Layout, source: &str, target: &StoreTarget) -> Plan {
     let module = layout.module.clone();
     let base_plan = plan::plan(layout, source, layout.description.as_deref());
-    let store_type = |layout_type: &str| {
-        target
-            .domain_types
-            .get(layout_type)
-            .cloned()
-            .unwrap_or_else(|| layout_type.to_owned())
+    let names = Names {
+        module: &module,
+        target,
     };
-    let level_name =
-        |permissions: &str| format!("{module}_{}", permissions.trim_start_matches("semanifest_"));
     let mut counter = 0usize;
     let mut blocks = Blocks {
         module: &module,
         providers: &target.providers,
         counter: &mut counter,
     };
+    let domains = domain_blocks(&base_plan, &names, &mut blocks);
+    let workload = blocks.group(workload_statements(&names));
+    let paths = path_blocks(&base_plan, &names, &mut blocks);
+    let traversals = blocks.group(traversal_statements(&base_plan, &names));
+    Plan {
+        levels: store_levels(&module, &target.classes),
+        protected_permissions: format!("{module}_protected"),
+        protected_sets: protection_exceptions(&target.classes)
+            .into_iter()
+            .map(|(class, perms)| ClassPerms { class, perms })
+            .collect(),
+        workload_attribute: names.workload_attribute(),
+        domains,
+        workload,
+        workload_members: workload_members(target),
+        paths,
+        traversals,
+        layout_name: layout.name.clone(),
+        source: source.to_owned(),
+        description: layout.description.clone(),
+        profile: target.profile.clone(),
+        module,
+    }
+}
 
-    let levels = LEVELS
+/// The access levels as `MODULE_LEVEL`, without the permissions the
+/// store's classes lack (and a class it lacks).
+fn store_levels(module: &str, classes: &BTreeMap<String, BTreeSet<String>>) -> Vec<Level> {
+    LEVELS
         .iter()
         .map(|(level, sets)| Level {
             name: format!("{module}_{level}"),
             sets: sets
                 .iter()
                 .filter_map(|(class, perms)| {
-                    let known = target.classes.get(*class)?;
+                    let known = classes.get(*class)?;
                     let perms: Vec<String> = perms
                         .split_whitespace()
                         .filter(|p| known.contains(*p))
@@ -241,19 +349,55 @@ fn build_plan(layout: &Layout, source: &str, target: &StoreTarget) -> Plan {
                 })
                 .collect(),
         })
-        .collect();
+        .collect()
+}
 
-    let domains = base_plan
+/// How the layout's names read in the module.
+struct Names<'a> {
+    module: &'a str,
+    target: &'a StoreTarget,
+}
+
+impl Names<'_> {
+    fn store_type(&self, layout_type: &str) -> String {
+        self.target
+            .domain_types
+            .get(layout_type)
+            .cloned()
+            .unwrap_or_else(|| layout_type.to_owned())
+    }
+
+    /// `semanifest_write` → `MODULE_write`.
+    fn level(&self, permissions: &str) -> String {
+        format!(
+            "{}_{}",
+            self.module,
+            permissions.trim_start_matches("semanifest_")
+        )
+    }
+
+    fn workload_attribute(&self) -> String {
+        format!("{}_workload", self.module)
+    }
+}
+
+fn domain_blocks(
+    base_plan: &plan::ModulePlan,
+    names: &Names<'_>,
+    blocks: &mut Blocks<'_>,
+) -> Vec<DomainBlock> {
+    let target = names.target;
+    base_plan
         .domains
         .iter()
         .map(|domain| {
-            let type_name = store_type(&domain.type_name);
+            let type_name = names.store_type(&domain.type_name);
             let transitions = domain
                 .transitions
                 .iter()
                 .map(|t| Statement::Transition {
                     source: type_name.clone(),
-                    target: store_type(t),
+                    target: names.store_type(t),
                 })
                 .collect();
             DomainBlock {
@@ -273,27 +417,47 @@ fn build_plan(layout: &Layout, source: &str, target: &StoreTarget) -> Plan {
                 type_name,
             }
         })
-        .collect();
+        .collect()
+}
 
-    let workload_attribute = format!("{module}_workload");
-    let mut workload_statements = Vec::new();
-    if let Some((of, except)) = &target.workload.attribute {
-        workload_statements.push(Statement::MembersExcept {
-            attribute: workload_attribute.clone(),
+/// The workload attribute's members: one statement per type, so a missing
+/// module drops only its own types.
+fn workload_statements(names: &Names<'_>) -> Vec<Statement> {
+    let workload = &names.target.workload;
+    let attribute = names.workload_attribute();
+    let mut statements = Vec::new();
+    if let Some((of, except)) = &workload.attribute {
+        statements.push(Statement::MembersExcept {
+            attribute: attribute.clone(),
             of: of.clone(),
             except: except.clone(),
         });
     }
-    // One statement per type, so a missing module drops only its own types.
-    for type_name in &target.workload.types {
-        workload_statements.push(Statement::Members {
-            attribute: workload_attribute.clone(),
+    for type_name in &workload.types {
+        statements.push(Statement::Members {
+            attribute: attribute.clone(),
             types: vec![type_name.clone()],
         });
     }
-    let workload = blocks.group(workload_statements);
+    statements
+}
 
-    let paths = base_plan
+fn workload_members(target: &StoreTarget) -> Vec<String> {
+    let mut members: Vec<String> = Vec::new();
+    if let Some((of, except)) = &target.workload.attribute {
+        members.push(format!("{of} except {except}"));
+    }
+    members.extend(target.workload.types.iter().cloned());
+    members
+}
+
+fn path_blocks(
+    base_plan: &plan::ModulePlan,
+    names: &Names<'_>,
+    blocks: &mut Blocks<'_>,
+) -> Vec<PathBlock> {
+    let target = names.target;
+    base_plan
         .paths
         .iter()
         .enumerate()
@@ -302,12 +466,18 @@ fn build_plan(layout: &Layout, source: &str, target: &StoreTarget) -> Plan {
                 .allows
                 .iter()
                 .map(|allow| Statement::Allow {
-                    source: store_type(&allow.domain),
+                    source: names.store_type(&allow.domain),
                     target: allow.target.clone(),
-                    permissions: level_name(&allow.permissions),
+                    permissions: names.level(&allow.permissions),
                     comment: None,
                 })
                 .collect();
+            // Copies go with the type's first path, as its allows do.
+            let copied = if path.declare_type {
+                copied_statements(target, &path.type_name)
+            } else {
+                Vec::new()
+            };
             let adopted = target.adopted_types.contains(&path.type_name);
             PathBlock {
                 path: path.path.clone(),
@@ -320,47 +490,68 @@ fn build_plan(layout: &Layout, source: &str, target: &StoreTarget) -> Plan {
                 attributes: target.file_type_attributes.clone(),
                 filecons: target.filecons.get(index).cloned().unwrap_or_default(),
                 blocks: blocks.group(allows),
+                copied: target
+                    .copied
+                    .iter()
+                    .filter(|r| path.declare_type && r.target == path.type_name)
+                    .count(),
+                copied_blocks: blocks.group(copied),
                 protected: path.protection.is_some(),
             }
         })
-        .collect();
+        .collect()
+}
 
-    let traversals = base_plan
+/// The copied store rules on `type_name`: unconditional ones as they are,
+/// conditional ones in a `booleanif` per condition.
+fn copied_statements(target: &StoreTarget, type_name: &str) -> Vec<Statement> {
+    let mut plain = Vec::new();
+    let mut conditional: Vec<Statement> = Vec::new();
+    for rule in target.copied.iter().filter(|r| r.target == type_name) {
+        let allow = Statement::AllowPerms {
+            source: rule.source.clone(),
+            target: rule.target.clone(),
+            class: rule.class.clone(),
+            perms: rule.perms.clone(),
+        };
+        let Some((expression, branch)) = &rule.condition else {
+            plain.push(allow);
+            continue;
+        };
+        let same = conditional.iter_mut().find(|s| {
+            matches!(s, Statement::Booleanif { expression: e, branch: b, .. } if e == expression && b == branch)
+        });
+        match same {
+            Some(Statement::Booleanif { statements, .. }) => statements.push(allow),
+            _ => conditional.push(Statement::Booleanif {
+                names: expression
+                    .iter()
+                    .map(|w| w.trim_matches(|c| c == '(' || c == ')').to_owned())
+                    .filter(|w| !matches!(w.as_str(), "and" | "or" | "xor" | "not" | "eq" | "neq"))
+                    .collect(),
+                expression: expression.clone(),
+                branch,
+                statements: vec![allow],
+            }),
+        }
+    }
+    plain.extend(conditional);
+    plain
+}
+
+fn traversal_statements(base_plan: &plan::ModulePlan, names: &Names<'_>) -> Vec<Statement> {
+    base_plan
         .traversals
         .iter()
         .map(|t| Statement::Allow {
-            source: store_type(&t.domain),
+            source: names.store_type(&t.domain),
             target: t.target.clone(),
-            permissions: format!("{module}_search"),
+            permissions: format!("{}_search", names.module),
             comment: Some(format!(
                 "through {} towards {}",
                 t.via.join(", "),
                 t.towards.join(", ")
             )),
         })
-        .collect();
-    let traversals = blocks.group(traversals);
-
-    let mut workload_members: Vec<String> = Vec::new();
-    if let Some((of, except)) = &target.workload.attribute {
-        workload_members.push(format!("{of} except {except}"));
-    }
-    workload_members.extend(target.workload.types.iter().cloned());
-
-    Plan {
-        levels,
-        protected_permissions: format!("{module}_protected"),
-        workload_attribute,
-        domains,
-        workload,
-        workload_members,
-        paths,
-        traversals,
-        layout_name: layout.name.clone(),
-        source: source.to_owned(),
-        description: layout.description.clone(),
-        store: target.store.clone(),
-        profile: target.profile.clone(),
-        module,
-    }
+        .collect()
 }

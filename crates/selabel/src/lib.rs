@@ -265,6 +265,13 @@ impl FileContexts {
         self.matcher.lookup(path, kind)
     }
 
+    /// The key libselinux matches for `path` once the substitution files
+    /// (`.subs`, then `.subs_dist`) have rewritten it (`/var/run/x` →
+    /// `/run/x`); `None` when no substitution applies.
+    pub fn substituted(&self, path: &[u8]) -> Option<Vec<u8>> {
+        self.matcher.substituted(path)
+    }
+
     /// The spec that decides [`Self::lookup`]'s answer (also when it is
     /// `<<none>>`); `None` when no spec matches.
     pub fn winner(&self, path: &[u8], kind: FileKind) -> Option<&SpecOrigin> {

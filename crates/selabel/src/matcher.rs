@@ -529,6 +529,16 @@ impl Matcher {
         self.context_of(self.winner(path, kind)?)
     }
 
+    /// The key `path` is matched as after the substitution files rewrote
+    /// it; `None` when no substitution applies.
+    pub(crate) fn substituted(&self, path: &[u8]) -> Option<Vec<u8>> {
+        let path = match path.iter().position(|&byte| byte == 0) {
+            Some(nul) => &path[..nul],
+            None => path,
+        };
+        self.substitute(&normalise(path))
+    }
+
     /// `selabel_sub_key`: at most one local substitution, then at most one
     /// distribution substitution of the result.
     fn substitute(&self, key: &[u8]) -> Option<Vec<u8>> {

@@ -2,8 +2,8 @@
 //! secilc: same module order (`strcmp` of names), same settings (policy
 //! version, handle-unknown, target, dontaudit, tunables, optimisation), and
 //! the same split of the file contexts into `file_contexts` and the home
-//! directory template. Neverallows are always checked, whatever the store's
-//! `expand-check` says.
+//! directory template. Neverallows are checked as the store checks them
+//! (`expand-check`) for the prediction, and always for the proof.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -78,7 +78,10 @@ pub(crate) struct Refused {
 }
 
 /// Compiles `inputs` (sorted here by name, as libsemanage does) into
-/// `out_dir/policy.33` and `out_dir/file_contexts`.
+/// `out_dir/policy.33` and `out_dir/file_contexts`, checking neverallows
+/// only when the store's `expand-check` says libsemanage would: the
+/// binary is the same either way, and a store with `expand-check=0` may
+/// break its own.
 pub(crate) fn compile(
     secilc_path: &Path,
     settings: &Settings,
@@ -86,16 +89,14 @@ pub(crate) fn compile(
     out_dir: &Path,
 ) -> Result<Result<Compiled, Refused>, StoreError> {
     fs::create_dir_all(out_dir).map_err(|error| StoreError::io(out_dir, error))?;
-    let mut ordered: Vec<&Input> = inputs.iter().collect();
-    ordered.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
     let policy = out_dir.join("policy.33");
     let all_contexts = out_dir.join("file_contexts.all");
     let outcome = secilc::run(&Invocation {
         secilc: secilc_path,
-        inputs: ordered.iter().map(|input| input.path.clone()).collect(),
+        inputs: in_order(inputs),
         policy_out: &policy,
         file_contexts_out: &all_contexts,
-        disable_neverallow: false,
+        disable_neverallow: !settings.expand_check,
         flags: flags(settings),
     })?;
     if !outcome.success {
@@ -113,6 +114,38 @@ pub(crate) fn compile(
         file_contexts,
         homedir_template: String::from_utf8_lossy(&template).into_owned(),
     }))
+}
+
+/// Compiles `inputs` with every neverallow checked, whatever the store's
+/// `expand-check` says: the proof, whose binary is not kept (so it is not
+/// optimised either, which changes no verdict).
+pub(crate) fn check_neverallows(
+    secilc_path: &Path,
+    settings: &Settings,
+    inputs: &[Input],
+    out_dir: &Path,
+) -> Result<secilc::SecilcOutput, StoreError> {
+    fs::create_dir_all(out_dir).map_err(|error| StoreError::io(out_dir, error))?;
+    let output = secilc::run(&Invocation {
+        secilc: secilc_path,
+        inputs: in_order(inputs),
+        policy_out: &out_dir.join("policy.33"),
+        file_contexts_out: &out_dir.join("file_contexts.all"),
+        disable_neverallow: false,
+        flags: Flags {
+            optimize: false,
+            ..flags(settings)
+        },
+    })?;
+    let _ = fs::remove_dir_all(out_dir);
+    Ok(output)
+}
+
+/// The input files in libsemanage's order: `strcmp` of the module names.
+fn in_order(inputs: &[Input]) -> Vec<PathBuf> {
+    let mut ordered: Vec<&Input> = inputs.iter().collect();
+    ordered.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
+    ordered.iter().map(|input| input.path.clone()).collect()
 }
 
 /// libsemanage's `semanage_split_fc`: a line that starts with `HOME_DIR` or

@@ -43,6 +43,8 @@ pub struct Facts {
     pub providers: BTreeMap<String, String>,
     /// Regex of a store `filecon` → the modules that wrote it.
     pub filecon_modules: BTreeMap<String, BTreeSet<String>>,
+    /// Boolean → its default state in the compiled policy.
+    pub booleans: BTreeMap<String, bool>,
 }
 
 impl Facts {
@@ -52,8 +54,13 @@ impl Facts {
         let mut facts = Facts::default();
         // Two independent readers of the same file: run them side by side.
         let (names, transitions) = std::thread::scope(|scope| {
-            let names = scope
-                .spawn(|| setools::run("seinfo", &["-x", "-t", "-a", "-c", "--common"], policy));
+            let names = scope.spawn(|| {
+                setools::run(
+                    "seinfo",
+                    &["-x", "-t", "-a", "-c", "--common", "-b"],
+                    policy,
+                )
+            });
             let transitions = scope.spawn(|| {
                 setools::run(
                     "sesearch",
@@ -108,6 +115,7 @@ impl Facts {
             Attributes,
             Classes,
             Commons,
+            Booleans,
         }
         let mut section = Section::None;
         let mut current: Option<String> = None;
@@ -121,6 +129,7 @@ impl Facts {
                     "Type Attributes" => Section::Attributes,
                     "Classes" => Section::Classes,
                     "Commons" => Section::Commons,
+                    "Booleans" => Section::Booleans,
                     _ => Section::None,
                 };
                 current = None;
@@ -172,6 +181,15 @@ impl Facts {
                             };
                             target.insert(trimmed.to_owned());
                         }
+                    }
+                }
+                Section::Booleans => {
+                    // `bool NAME true;`
+                    let mut words = trimmed.trim_end_matches(';').split_whitespace();
+                    if let (Some("bool"), Some(name), Some(state)) =
+                        (words.next(), words.next(), words.next())
+                    {
+                        self.booleans.insert(name.to_owned(), state == "true");
                     }
                 }
                 Section::None => {}
@@ -289,7 +307,7 @@ mod tests {
 
     #[test]
     fn reads_seinfo_sections() {
-        let text = "\nClasses: 1\n   class file\ninherits file\n{\n\tentrypoint\n}\n\nCommons: 1\n   common file\n{\n\tread\n\twrite\n}\n\nTypes: 2\n   type bin_t alias { ls_exec_t sbin_t }, exec_type, file_type;\n   type container_t alias svirt_lxc_net_t, domain;\n\nType Attributes: 1\n   attribute domain;\n\tcontainer_t\n";
+        let text = "\nClasses: 1\n   class file\ninherits file\n{\n\tentrypoint\n}\n\nCommons: 1\n   common file\n{\n\tread\n\twrite\n}\n\nBooleans: 1\n   bool b_x true;\n\nTypes: 2\n   type bin_t alias { ls_exec_t sbin_t }, exec_type, file_type;\n   type container_t alias svirt_lxc_net_t, domain;\n\nType Attributes: 1\n   attribute domain;\n\tcontainer_t\n";
         let mut facts = Facts::default();
         facts.parse_seinfo(text);
         assert_eq!(
@@ -297,6 +315,7 @@ mod tests {
             BTreeSet::from(["entrypoint".into(), "read".into(), "write".into()])
         );
         assert_eq!(facts.resolve("sbin_t"), Some("bin_t"));
+        assert_eq!(facts.booleans["b_x"], true);
         assert_eq!(facts.resolve("svirt_lxc_net_t"), Some("container_t"));
         assert!(facts.holds("bin_t", "file_type"));
         assert_eq!(

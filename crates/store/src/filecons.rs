@@ -220,9 +220,22 @@ pub enum Event {
     /// A store spec below a protected path (or one that won for a probe
     /// key), overridden by an equivalent copy with the layout's type.
     Overridden { spec: SpecRef },
-    /// The store's substitution files alias the path elsewhere: lookups
-    /// below it never see its own specs, so no line is written for it.
-    Aliased { alias: Alias },
+    /// The store's substitution files alias the path elsewhere: libselinux
+    /// looks its keys up as the real path's, so the real path is what gets
+    /// labelled.
+    Aliased { alias: Alias, label: AliasLabel },
+}
+
+/// How an aliased layout path gets its type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AliasLabel {
+    /// The store's lines for the real path already give the layout's type
+    /// (`/var/run` → `/run`, `var_run_t`): no line is written.
+    ByStore,
+    /// The module's lines are written for the real path (`/var/mnt` →
+    /// `/mnt`): the real path gets the layout's type too.
+    ByModule,
 }
 
 /// A store spec as reports name it.
@@ -326,6 +339,16 @@ pub enum Unresolvable {
     },
     #[error("the file contexts do not converge: {mismatch}")]
     NoProgress { mismatch: Box<Mismatch> },
+    #[error(
+        "`{path}` is an alias of `{}` ({}): libselinux looks its keys up as `{}`'s, and {why}; {fix}",
+        alias.real, alias.at, alias.real
+    )]
+    Alias {
+        path: String,
+        alias: Box<Alias>,
+        why: String,
+        fix: String,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -421,50 +444,51 @@ struct PathState {
     /// it; `None` when it cannot be (the store's exact specs decide the path).
     exact: Option<String>,
     overrides: BTreeSet<usize>,
-    aliased: Option<Alias>,
+    aliased: Option<(Alias, AliasLabel)>,
     shadows: BTreeSet<usize>,
 }
 
 /// Chooses the module's lines for every layout path against the store's
-/// specs, and proves them on the merged file in `work_dir`.
+/// specs, and proves them on the merged file in `work_dir`. `stock` is the
+/// store's file contexts with its siblings: what an alias rewrites a path
+/// to, and what the store gives it.
 pub(crate) fn resolve(
     layout: &Layout,
     store: &StoreContexts<'_>,
+    stock: &FileContexts,
     work_dir: &Path,
 ) -> Result<Resolution, FileconError> {
-    let aliases = store.siblings.aliases()?;
+    let (labels, aliased) = follow_aliases(layout, store, stock)?;
     let mut states: Vec<PathState> = layout
         .paths
         .iter()
-        .map(|rule| PathState {
+        .zip(&aliased)
+        .enumerate()
+        .map(|(index, (_, aliased))| PathState {
             form: PathForm::Plain,
-            exact: exact_line(&rule.path, store.specs),
+            exact: exact_line(&labels[index], store.specs),
             overrides: BTreeSet::new(),
-            aliased: aliases
-                .iter()
-                .find(|a| is_within(&rule.path, &a.alias))
-                .cloned(),
+            aliased: aliased.clone(),
             shadows: BTreeSet::new(),
         })
         .collect();
-    let owned: Vec<Vec<usize>> = layout
-        .paths
-        .iter()
-        .map(|rule| owned_specs(layout, &rule.path, store.specs))
+    let owned: Vec<Vec<usize>> = (0..layout.paths.len())
+        .map(|index| owned_specs(&labels, index, store.specs))
         .collect();
+    let labels = &labels[..];
 
     // Identical text or a same-stem spec that sorts after the plain line:
     // the plain line cannot be trusted to win.
     for (index, rule) in layout.paths.iter().enumerate() {
         let plain = FileCon {
-            regex: subtree_regex(&rule.path),
+            regex: subtree_regex(&labels[index]),
             file_type: FileKind::Any,
             context: None,
         };
         let context = rule.context();
         for &spec in &owned[index] {
             let theirs = store.as_filecon(spec);
-            let same_stem = file_contexts::literal_stem(&theirs.regex) == rule.path;
+            let same_stem = file_contexts::literal_stem(&theirs.regex) == labels[index];
             let other_context = theirs.context.as_deref() != Some(context.as_str());
             if theirs.regex == plain.regex
                 || (same_stem
@@ -479,8 +503,8 @@ pub(crate) fn resolve(
 
     let mut protected_done = false;
     for _round in 0..16 {
-        avoid_identical_text(layout, store, &mut states);
-        let resolution = assemble(layout, store, &states, &owned);
+        avoid_identical_text(labels, store, &mut states);
+        let resolution = assemble(layout, labels, store, &states, &owned);
         let merged = merged_text(store, &resolution.filecons(layout));
         let contexts = load(work_dir, store.siblings, &merged)?;
         let mismatches = prove(&contexts, &resolution.probes);
@@ -491,7 +515,7 @@ pub(crate) fn resolve(
         if mismatches.is_empty() {
             if !protected_done {
                 protected_done = true;
-                if add_protected_overrides(layout, store, &mut states, &owned)? {
+                if add_protected_overrides(layout, labels, store, &mut states, &owned)? {
                     continue;
                 }
             }
@@ -500,13 +524,13 @@ pub(crate) fn resolve(
         let mut progressed = false;
         for mismatch in mismatches {
             tracing::debug!("file contexts: {mismatch}");
-            progressed |= react(layout, store, &mut states, &owned, mismatch)?;
+            progressed |= react(layout, labels, store, &mut states, &owned, mismatch)?;
         }
         if !progressed {
             unreachable!("react either progresses or returns an error");
         }
     }
-    let resolution = assemble(layout, store, &states, &owned);
+    let resolution = assemble(layout, labels, store, &states, &owned);
     let merged = merged_text(store, &resolution.filecons(layout));
     let contexts = load(work_dir, store.siblings, &merged)?;
     let mismatch = prove(&contexts, &resolution.probes).into_iter().next();
@@ -522,13 +546,13 @@ pub(crate) fn resolve(
 /// A `PATH/.*` line must never read like a store spec: secilc would keep
 /// only one of the two (and libselinux refuses the pair at install), so
 /// one more group is added until the text is new.
-fn avoid_identical_text(layout: &Layout, store: &StoreContexts<'_>, states: &mut [PathState]) {
-    for (rule, state) in layout.paths.iter().zip(states.iter_mut()) {
+fn avoid_identical_text(labels: &[String], store: &StoreContexts<'_>, states: &mut [PathState]) {
+    for (label, state) in labels.iter().zip(states.iter_mut()) {
         if let PathForm::Split { groups } = &mut state.form {
             while store
                 .specs
                 .iter()
-                .any(|spec| spec.regex == below_regex(&rule.path, *groups))
+                .any(|spec| spec.regex == below_regex(label, *groups))
             {
                 *groups += 1;
             }
@@ -539,6 +563,7 @@ fn avoid_identical_text(layout: &Layout, store: &StoreContexts<'_>, states: &mut
 /// Turns one failed probe into a change of plan.
 fn react(
     layout: &Layout,
+    labels: &[String],
     store: &StoreContexts<'_>,
     states: &mut [PathState],
     owned: &[Vec<usize>],
@@ -575,7 +600,7 @@ fn react(
         }
         .into());
     };
-    let path = &layout.paths[index].path;
+    let path = &labels[index];
     let theirs = store.as_filecon(spec);
     let stem = file_contexts::literal_stem(&theirs.regex);
     let is_regex = file_contexts::has_meta(&theirs.regex);
@@ -599,7 +624,7 @@ fn react(
     }
     // Only a spec of the path's own area may be overridden with its type.
     if owned[index].contains(&spec) && !state.overrides.contains(&spec) {
-        override_line(store, spec, path)?;
+        override_line(store, spec, &layout.paths[index].path)?;
         state.overrides.insert(spec);
         return Ok(true);
     }
@@ -613,17 +638,19 @@ fn react(
 /// still win for some key gets an override. Returns whether any was added.
 fn add_protected_overrides(
     layout: &Layout,
+    labels: &[String],
     store: &StoreContexts<'_>,
     states: &mut [PathState],
     owned: &[Vec<usize>],
 ) -> Result<bool, Unresolvable> {
     let mut added = false;
     for (index, rule) in layout.paths.iter().enumerate() {
-        if !rule.protected || states[index].aliased.is_some() {
+        let by_store = matches!(states[index].aliased, Some((_, AliasLabel::ByStore)));
+        if !rule.protected || by_store {
             continue;
         }
         let context = rule.context();
-        let ours = subtree_line(&rule.path, states[index].form);
+        let ours = subtree_line(&labels[index], states[index].form);
         for &spec in &owned[index] {
             let theirs = store.as_filecon(spec);
             if theirs.context.as_deref() == Some(context.as_str()) {
@@ -641,13 +668,14 @@ fn add_protected_overrides(
     Ok(added)
 }
 
-/// The store specs whose literal stem is `path` or lies below it, and not
-/// below a deeper layout path (those belong to it).
-fn owned_specs(layout: &Layout, path: &str, specs: &[StoreSpec]) -> Vec<usize> {
-    let deeper: Vec<&str> = layout
-        .paths
+/// The store specs whose literal stem is the label of path `index` or lies
+/// below it, and not below a deeper layout path's label (those belong to
+/// it).
+fn owned_specs(labels: &[String], index: usize, specs: &[StoreSpec]) -> Vec<usize> {
+    let path = labels[index].as_str();
+    let deeper: Vec<&str> = labels
         .iter()
-        .map(|rule| rule.path.as_str())
+        .map(String::as_str)
         .filter(|other| *other != path && is_within(other, path))
         .collect();
     let below = format!("{path}/");
@@ -664,6 +692,94 @@ fn owned_specs(layout: &Layout, path: &str, specs: &[StoreSpec]) -> Vec<usize> {
         })
         .map(|(index, _)| index)
         .collect()
+}
+
+/// What each layout path is labelled as: the path itself, or the real
+/// path the store's substitution files rewrite it to; and how an aliased
+/// path gets its type.
+#[allow(clippy::type_complexity)]
+fn follow_aliases(
+    layout: &Layout,
+    store: &StoreContexts<'_>,
+    stock: &FileContexts,
+) -> Result<(Vec<String>, Vec<Option<(Alias, AliasLabel)>>), FileconError> {
+    let written = store.siblings.aliases()?;
+    let mut labels = Vec::new();
+    let mut aliased = Vec::new();
+    for rule in &layout.paths {
+        let Some(real) = stock
+            .substituted(rule.path.as_bytes())
+            .and_then(|real| String::from_utf8(real).ok())
+            .filter(|real| *real != rule.path)
+        else {
+            labels.push(rule.path.clone());
+            aliased.push(None);
+            continue;
+        };
+        let alias = written
+            .iter()
+            .find(|a| is_within(&rule.path, &a.alias) && is_within(&real, &a.real))
+            .cloned()
+            .unwrap_or_else(|| Alias {
+                alias: rule.path.clone(),
+                real: real.clone(),
+                at: "the store's substitution files".to_owned(),
+            });
+        let refuse = |why: String, fix: String| Unresolvable::Alias {
+            path: rule.path.clone(),
+            alias: Box::new(alias.clone()),
+            why,
+            fix,
+        };
+        if real == "/" || !real.starts_with('/') {
+            return Err(refuse(
+                format!("labelling `{real}` would label the whole tree"),
+                format!("declare the paths below `{}` instead", rule.path),
+            )
+            .into());
+        }
+        if let Some(other) = layout
+            .paths
+            .iter()
+            .find(|o| o.path == real && o.type_name != rule.type_name)
+        {
+            return Err(refuse(
+                format!(
+                    "the layout declares `{real}` itself with type `{}`",
+                    other.type_name
+                ),
+                format!(
+                    "declare only one of `{}` and `{real}`, or give them one type",
+                    rule.path
+                ),
+            )
+            .into());
+        }
+        let label = if labelled_by_store(stock, rule) {
+            AliasLabel::ByStore
+        } else {
+            AliasLabel::ByModule
+        };
+        labels.push(real);
+        aliased.push(Some((alias, label)));
+    }
+    Ok((labels, aliased))
+}
+
+/// Whether the store's own lines give an aliased path the layout's
+/// context (as a directory), and nothing else below it (`<<none>>`, the
+/// store leaving what is below alone, counts as nothing else).
+fn labelled_by_store(stock: &FileContexts, rule: &layout::model::PathRule) -> bool {
+    let context = rule.context();
+    if stock.lookup(rule.path.as_bytes(), FileKind::Dir) != Some(context.as_str()) {
+        return false;
+    }
+    let below = format!("{}/{PROBE_NAME}", rule.path);
+    FileKind::ALL.iter().all(|&kind| {
+        stock
+            .lookup(below.as_bytes(), kind)
+            .is_none_or(|got| got == context)
+    })
 }
 
 /// The exact line for `path`: the path escaped, with its last `/` written
@@ -822,29 +938,40 @@ fn has_top_level_alternation(regex: &str) -> bool {
 /// Lines and probes for the current plan.
 fn assemble(
     layout: &Layout,
+    labels: &[String],
     store: &StoreContexts<'_>,
     states: &[PathState],
     owned: &[Vec<usize>],
 ) -> Resolution {
     let mut resolution = Resolution::default();
-    for ((rule, state), owned) in layout.paths.iter().zip(states).zip(owned) {
+    for (index, ((rule, state), owned)) in layout.paths.iter().zip(states).zip(owned).enumerate() {
+        let label = &labels[index];
         let mut lines = Vec::new();
         let mut events = Vec::new();
-        if let Some(alias) = &state.aliased {
+        if let Some((alias, how)) = &state.aliased {
             events.push(Event::Aliased {
                 alias: alias.clone(),
+                label: *how,
             });
-            resolution.paths.push(PathLines {
-                path: rule.path.clone(),
-                type_name: rule.type_name.clone(),
-                lines,
-                events,
-            });
-            continue;
+            if *how == AliasLabel::ByStore {
+                resolution.probes.push(Probe {
+                    path: rule.path.clone(),
+                    key: rule.path.clone(),
+                    kinds: vec![FileKind::Dir],
+                    expected: rule.context(),
+                });
+                resolution.paths.push(PathLines {
+                    path: rule.path.clone(),
+                    type_name: rule.type_name.clone(),
+                    lines,
+                    events,
+                });
+                continue;
+            }
         }
         match state.form {
             PathForm::Plain => lines.push(Line {
-                regex: subtree_regex(&rule.path),
+                regex: subtree_regex(label),
                 file_type: FileKind::Any,
                 purpose: Purpose::Subtree,
             }),
@@ -857,7 +984,7 @@ fn assemble(
                     });
                 }
                 lines.push(Line {
-                    regex: below_regex(&rule.path, groups),
+                    regex: below_regex(label, groups),
                     file_type: FileKind::Any,
                     purpose: Purpose::Below,
                 });
@@ -868,8 +995,8 @@ fn assemble(
                 lines.push(line);
             }
         }
-        let plain = subtree_regex(&rule.path);
-        let ours = subtree_line(&rule.path, state.form);
+        let plain = subtree_regex(label);
+        let ours = subtree_line(label, state.form);
         let context = rule.context();
         for &spec in owned {
             let theirs = store.as_filecon(spec);
@@ -899,7 +1026,7 @@ fn assemble(
         }
         resolution
             .probes
-            .extend(probes(layout, &rule.path, state, store));
+            .extend(probes(layout, &rule.path, label, state, store));
         resolution.paths.push(PathLines {
             path: rule.path.clone(),
             type_name: rule.type_name.clone(),
@@ -912,8 +1039,16 @@ fn assemble(
 
 /// The keys proven for one path: the path, generic names below it, and a
 /// witness of every store spec it overrides. Each key must get the context
-/// of the layout path that covers it.
-fn probes(layout: &Layout, path: &str, state: &PathState, store: &StoreContexts<'_>) -> Vec<Probe> {
+/// of the layout path that covers it. Keys are the layout's (an aliased
+/// path's are looked up through the alias, as on the node); a witness of
+/// a spec under the real path `label` is moved under the path.
+fn probes(
+    layout: &Layout,
+    path: &str,
+    label: &str,
+    state: &PathState,
+    store: &StoreContexts<'_>,
+) -> Vec<Probe> {
     let mut probes = Vec::new();
     let mut push = |key: String, kinds: Vec<FileKind>| {
         let Some(rule) = layout.rule_for(&key) else {
@@ -943,6 +1078,10 @@ fn probes(layout: &Layout, path: &str, state: &PathState, store: &StoreContexts<
     for &spec in &state.overrides {
         let spec = &store.specs[spec];
         if let Some(key) = witness(&spec.regex, spec.file_type) {
+            let key = match key.strip_prefix(label) {
+                Some(rest) if label != path => format!("{path}{rest}"),
+                _ => key,
+            };
             push(key, kinds_of(spec.file_type));
         }
     }
@@ -1155,15 +1294,18 @@ mod tests {
     ) -> Result<Resolution, FileconError> {
         let dir = tempfile::tempdir().unwrap();
         let modules = BTreeMap::new();
-        resolve(
-            &layout(),
-            &StoreContexts {
-                specs,
-                siblings,
-                modules: &modules,
-            },
-            dir.path(),
+        let store = StoreContexts {
+            specs,
+            siblings,
+            modules: &modules,
+        };
+        let stock = load(
+            &dir.path().join("stock"),
+            siblings,
+            &merged_text(&store, &[]),
         )
+        .unwrap();
+        resolve(&layout(), &store, &stock, dir.path())
     }
 
     fn base_specs() -> Vec<StoreSpec> {
@@ -1284,12 +1426,52 @@ mod tests {
             subs_dist: Some(subs),
             ..Siblings::default()
         };
+        // The store does not label /run/cni as the layout does: the module
+        // labels it, and the layout's key reaches the line through the alias.
         let resolution = resolve_against(&base_specs(), &siblings).unwrap();
+        let lines: Vec<&str> = resolution.paths[0]
+            .lines
+            .iter()
+            .map(|l| l.regex.as_str())
+            .collect();
+        assert_eq!(lines, ["/run/cni(/.*)?"]);
+        assert!(matches!(
+            resolution.paths[0].events[..],
+            [Event::Aliased {
+                label: AliasLabel::ByModule,
+                ..
+            }]
+        ));
+        assert!(resolution
+            .probes
+            .iter()
+            .any(|p| p.key == "/var/lib/cni/semanifest-probe"));
+        // It does: no line.
+        let mut specs = base_specs();
+        specs.push(spec("/run/cni(/.*)?", "system_u:object_r:cni_var_t:s0"));
+        let resolution = resolve_against(&specs, &siblings).unwrap();
         assert!(resolution.paths[0].lines.is_empty());
         assert!(matches!(
             resolution.paths[0].events[..],
-            [Event::Aliased { .. }]
+            [Event::Aliased {
+                label: AliasLabel::ByStore,
+                ..
+            }]
         ));
+        // An alias onto another declared path with another type is refused.
+        fs::write(
+            siblings.subs_dist.as_ref().unwrap(),
+            "/var/lib/cni /var/lib/etcd\n",
+        )
+        .unwrap();
+        let error = resolve_against(&base_specs(), &siblings).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                FileconError::Unresolvable(Unresolvable::Alias { .. })
+            ),
+            "{error}"
+        );
     }
 
     #[test]

@@ -4,24 +4,33 @@
 //!
 //! Invariants: nothing here writes to, locks or creates anything in the
 //! store; every compilation happens in a private temporary directory. The
-//! store is never trusted to check anything: neverallows are checked by
-//! secilc whatever its `expand-check` says, and every claim about labels is
-//! proven by looking keys up in the predicted `file_contexts`.
+//! store is never trusted to check anything: the layout's neverallows are
+//! checked by a secilc shown to enforce them, whatever the store's
+//! `expand-check` says, and every claim about labels is proven by looking
+//! keys up in the predicted `file_contexts`.
 
+mod carry;
 mod compile;
+mod conditions;
+mod domains;
 mod facts;
 pub mod filecons;
+mod grade;
 pub mod module_report;
 mod open;
 mod profile;
+mod proof;
 mod reach;
 mod target;
+mod workload_set;
 
 use std::path::{Path, PathBuf};
 
+pub use grade::{describe_permissions, Grade};
 pub use module_report::{ModuleReport, Verification};
 pub use open::Store;
 pub use profile::{Profile, ProfileName};
+pub use proof::Proof;
 pub use target::{build, Baseline, ModuleBuild, ModuleError, ModuleOptions};
 
 #[derive(Debug, thiserror::Error)]
@@ -39,8 +48,15 @@ pub enum StoreError {
     Secilc(#[from] policy::secilc::SecilcError),
     #[error(transparent)]
     Setools(#[from] policy::setools::SetoolsError),
-    #[error("secilc cannot compile the store as it is (its own modules fail):\n{output}")]
-    StockRefused { output: String },
+    #[error(
+        "secilc cannot compile the store as it is (its own modules fail){}:\n{output}",
+        hint.as_deref().map(|h| format!("; {h}")).unwrap_or_default()
+    )]
+    StockRefused {
+        output: String,
+        /// What the store's form leaves unknown, when that may be why.
+        hint: Option<String>,
+    },
     #[error(
         "the store has module `{name}` at priority {priority}, above the 400 the new module is installed at: \
          it would keep winning; remove it first (`semodule -X {priority} -r {name}`)"
@@ -50,6 +66,9 @@ pub enum StoreError {
     Profile(String),
     #[error("{0}")]
     FileContexts(String),
+    /// A compilation run beside the build failed to run.
+    #[error("{0}")]
+    Background(String),
     /// Writing an output (fsroot's one writer).
     #[error(transparent)]
     Write(#[from] fsroot::Error),

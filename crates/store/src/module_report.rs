@@ -6,8 +6,13 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::filecons::{self, Event, SpecRef};
+use super::carry::Losses;
+use super::filecons::{self, AliasLabel, Event, SpecRef};
+use super::grade::describe_permissions;
+use super::proof::Proof;
 use super::reach::Reach;
+
+pub use super::domains::{DomainMapping, Origin};
 
 /// How our compilation of the store compares with what the store built.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -15,21 +20,20 @@ use super::reach::Reach;
 pub enum Verification {
     /// policy.33 and file_contexts byte-identical to the store's own.
     Identical { policy_bytes: u64 },
-    /// The store has no built policy to compare with (extracted CIL).
-    Unavailable,
+    /// Nothing to compare with; `why` says what is not known.
+    Unavailable { why: String },
     /// Something differs; `why` says what and the likely cause.
     Differs { why: String },
 }
 
-/// Where a layout domain's store type came from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct DomainMapping {
-    pub key: String,
-    pub layout_type: String,
-    pub store_type: String,
-    /// `store` (the store has the type), `runtime` / `workload` (the
-    /// profile's type for that role), `map` (`--map`), `declared` (new).
-    pub origin: &'static str,
+impl Verification {
+    /// Why the prediction is not verified, if it is not.
+    pub fn unverified(&self) -> Option<&str> {
+        match self {
+            Verification::Identical { .. } => None,
+            Verification::Unavailable { why } | Verification::Differs { why } => Some(why),
+        }
+    }
 }
 
 /// A protection secilc proved, and who else may still reach the type.
@@ -49,6 +53,10 @@ pub struct ModuleReport {
     pub profile: &'static str,
     pub verification: Verification,
     pub expand_check: bool,
+    /// Whether secilc proved the layout's neverallows.
+    pub proof: Proof,
+    /// The layout's `spec.store.booleanGrants`.
+    pub boolean_grants: &'static str,
     pub replaces: Option<String>,
     pub domains: Vec<DomainMapping>,
     /// Types the module declares.
@@ -59,6 +67,9 @@ pub struct ModuleReport {
     pub workload_expression: Option<String>,
     pub paths: Vec<PathReport>,
     pub protections: Vec<ProvenProtection>,
+    /// Per new type: the store types it replaces, the store access carried
+    /// over, and every store domain that lost access.
+    pub retyped: Vec<Losses>,
     /// Keys looked up in the predicted file contexts (all matched).
     pub proven_keys: usize,
     pub includes: Vec<String>,
@@ -82,6 +93,15 @@ const LISTED: usize = 12;
 
 pub fn render_text(report: &ModuleReport) -> String {
     let mut out = String::new();
+    header(&mut out, report);
+    domains(&mut out, report);
+    file_contexts(&mut out, report);
+    protections(&mut out, report);
+    retyped(&mut out, report);
+    out
+}
+
+fn header(out: &mut String, report: &ModuleReport) {
     let _ = writeln!(out, "Module {} from {}", report.module, report.layout);
     let _ = writeln!(out, "Store: {} (profile {})", report.store, report.profile);
     if let Some(replaced) = &report.replaces {
@@ -90,14 +110,16 @@ pub fn render_text(report: &ModuleReport) -> String {
     let _ = writeln!(out, "Prediction: {}", verification(&report.verification));
     let _ = writeln!(
         out,
-        "Neverallows: checked by secilc on store + module{}",
-        if report.expand_check {
-            "".to_owned()
-        } else {
-            " (the store's semanage.conf has expand-check=0: semodule would not check them)"
-                .to_owned()
-        }
+        "Neverallows: {}",
+        report.proof.describe(report.expand_check)
     );
+    if !report.expand_check {
+        let _ = writeln!(
+            out,
+            "  (the store's semanage.conf has expand-check=0: semodule checks no neverallow at install; \
+             the layout's are checked here all the same)"
+        );
+    }
     if !report.includes.is_empty() {
         let _ = writeln!(
             out,
@@ -105,7 +127,9 @@ pub fn render_text(report: &ModuleReport) -> String {
             report.includes.join(", ")
         );
     }
+}
 
+fn domains(out: &mut String, report: &ModuleReport) {
     let _ = writeln!(out, "\nDomains");
     let key_width = report
         .domains
@@ -121,11 +145,11 @@ pub fn render_text(report: &ModuleReport) -> String {
         .unwrap_or(0);
     for domain in &report.domains {
         let why = match domain.origin {
-            "store" => "the store's own type",
-            "runtime" => "the profile's container runtime domain",
-            "workload" => "the profile's workload domain",
-            "map" => "--map",
-            _ => "not in the store: declared by the module",
+            Origin::Store => "the store's own type",
+            Origin::Runtime => "the profile's container runtime domain",
+            Origin::Workload => "the profile's workload domain",
+            Origin::Map => "--map",
+            Origin::Declared => "not in the store: declared by the module",
         };
         let _ = writeln!(
             out,
@@ -152,7 +176,9 @@ pub fn render_text(report: &ModuleReport) -> String {
             .unwrap_or("the layout's workloads"),
         report.workload_set.join(", ")
     );
+}
 
+fn file_contexts(out: &mut String, report: &ModuleReport) {
     let _ = writeln!(out, "\nFile contexts");
     for path in &report.paths {
         let before = path.before.as_deref().unwrap_or("<<none>>");
@@ -178,7 +204,7 @@ pub fn render_text(report: &ModuleReport) -> String {
         if let Some(summary) = kept_summary(&path.events) {
             let _ = writeln!(out, "      {summary}");
         }
-        if !path.lines.is_empty() && path.lines.len() > 1 {
+        if path.lines.len() > 1 {
             let lines: Vec<String> = path
                 .lines
                 .iter()
@@ -193,16 +219,23 @@ pub fn render_text(report: &ModuleReport) -> String {
          overridden store spec, for every file type",
         report.proven_keys
     );
+}
 
+fn protections(out: &mut String, report: &ModuleReport) {
     let _ = writeln!(out, "\nProtections");
     if report.protections.is_empty() {
         let _ = writeln!(out, "  none (no path is protected)");
     }
+    let proven = if report.proof.is_proven() {
+        "proven by secilc"
+    } else {
+        "NOT PROVEN: the proof did not run"
+    };
     for protection in &report.protections {
         let reach = &protection.reach;
         let _ = writeln!(
             out,
-            "  {} ({}), declared at {}: no workload domain can touch it (proven by secilc)",
+            "  {} ({}), declared at {}: no workload domain can read, change, name or relabel its data ({proven})",
             reach.paths.join(", "),
             reach.type_name,
             protection.declared_at
@@ -210,16 +243,17 @@ pub fn render_text(report: &ModuleReport) -> String {
         if !reach.granted.is_empty() {
             let _ = writeln!(
                 out,
-                "      granted by the layout: {}",
+                "      granted by the layout or owned: {}",
                 reach.granted.join(", ")
             );
         }
-        if !reach.workload_traversal.is_empty() {
+        for leftover in &reach.workload {
             let _ = writeln!(
                 out,
-                "      workload domains may traverse its directories only (dir getattr open search): {} — {}",
-                reach.workload_traversal.join(", "),
-                reach.workload_traversal_rules.join("; ")
+                "      workload domains {}: {} — {}",
+                leftover.leftover.describe(),
+                leftover.domains.join(", "),
+                rules(&leftover.rules)
             );
         }
         if reach.domains == 0 {
@@ -232,32 +266,116 @@ pub fn render_text(report: &ModuleReport) -> String {
             reach.domains
         );
         for group in &reach.groups {
-            let mut names: Vec<&str> = group
-                .domains
-                .iter()
-                .take(LISTED)
-                .map(String::as_str)
-                .collect();
-            let more = group.domains.len().saturating_sub(LISTED);
-            let more = if more > 0 {
-                format!(" and {more} more")
-            } else {
-                String::new()
-            };
-            if names.is_empty() {
-                names.push("-");
-            }
             let _ = writeln!(
                 out,
-                "        via {} ({}, {} domains): {}{more}",
+                "        via {} ({}; {} domain{}): {}",
                 group.via,
-                group.access,
+                group.describe_access(),
                 group.domains.len(),
-                names.join(", ")
+                if group.domains.len() == 1 { "" } else { "s" },
+                listed(&group.domains)
             );
         }
     }
-    out
+}
+
+fn retyped(out: &mut String, report: &ModuleReport) {
+    if report.retyped.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\nStore domains on re-typed paths");
+    for item in &report.retyped {
+        let _ = writeln!(
+            out,
+            "  {} ({}, was {}{}):",
+            item.paths.join(", "),
+            item.type_name,
+            if item.old_types.is_empty() {
+                "unlabelled".to_owned()
+            } else {
+                item.old_types.join(", ")
+            },
+            if item.protected { "; protected" } else { "" }
+        );
+        if item.carried_rules > 0 {
+            let who = if item.protected {
+                format!("its store owners ({}) keep their", item.owners.join(", "))
+            } else {
+                "every store domain keeps its".to_owned()
+            };
+            let _ = writeln!(
+                out,
+                "      {who} access: {} store rule{} copied to {}",
+                item.carried_rules,
+                if item.carried_rules == 1 { "" } else { "s" },
+                item.type_name
+            );
+        }
+        if item.groups.is_empty() {
+            let _ = writeln!(out, "      no store domain loses access");
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "      {} store domain{} lose access{}:",
+            item.domains,
+            if item.domains == 1 { "" } else { "s" },
+            if item.protected {
+                " (the layout protects it from them; name a service in `storeOwners` to keep it)"
+            } else {
+                ""
+            }
+        );
+        for group in &item.groups {
+            let mut access = format!(
+                "{}: {}",
+                group.grade.as_str(),
+                describe_permissions(&group.permissions)
+            );
+            if let Some(condition) = &group.condition {
+                access.push_str(&format!(" while `{}`", condition.describe()));
+            }
+            if group.workloads > 0 {
+                access.push_str(&format!("; {} in the workload set", group.workloads));
+            }
+            if let Some(why) = &group.uncarried {
+                access.push_str(&format!("; not carried over: {why}"));
+            }
+            let _ = writeln!(
+                out,
+                "        via {} on {} ({access}): {}",
+                group.via,
+                group.on,
+                listed(&group.domains)
+            );
+        }
+    }
+}
+
+/// Rules as sesearch prints them, `;`-separated.
+fn rules(rules: &[String]) -> String {
+    rules
+        .iter()
+        .map(|r| r.trim_end_matches(';'))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// The first names, then how many more.
+fn listed(domains: &[String]) -> String {
+    let mut names: Vec<&str> = domains.iter().take(LISTED).map(String::as_str).collect();
+    if names.is_empty() {
+        names.push("-");
+    }
+    let more = domains.len().saturating_sub(LISTED);
+    if more > 0 {
+        format!(
+            "{} and {more} more (report.json lists them all)",
+            names.join(", ")
+        )
+    } else {
+        names.join(", ")
+    }
 }
 
 fn verification(verification: &Verification) -> String {
@@ -266,10 +384,9 @@ fn verification(verification: &Verification) -> String {
             "the store compiled here as libsemanage compiles it is byte-identical to its own policy.kern \
              ({policy_bytes} bytes) and file_contexts, so policy.33 and file_contexts are what semodule will build"
         ),
-        Verification::Unavailable => {
-            "the store has no built policy to compare with (extracted CIL): policy.33 is what its modules compile to"
-                .to_owned()
-        }
+        Verification::Unavailable { why } => format!(
+            "NOT verified: {why}; policy.33 is what these modules compile to"
+        ),
         Verification::Differs { why } => format!("NOT verified: {why}"),
     }
 }
@@ -295,26 +412,30 @@ fn spec(spec: &SpecRef) -> String {
 pub fn kept_summary(events: &[Event]) -> Option<String> {
     let kept: Vec<&SpecRef> = events
         .iter()
-        .filter_map(|e| {
-            if let Event::Kept { spec } = e {
-                Some(spec)
-            } else {
-                None
-            }
+        .filter_map(|e| match e {
+            Event::Kept { spec } => Some(spec),
+            _ => None,
         })
         .collect();
-    let first = kept.first()?;
+    if kept.is_empty() {
+        return None;
+    }
     let examples: Vec<String> = kept.iter().take(3).map(|s| spec(s)).collect();
     let more = kept.len().saturating_sub(3);
-    let _ = first;
+    let one = kept.len() == 1;
     Some(format!(
-        "kept: {} store spec{} below it still label what {} name{} (the path is not protected): {}{}",
+        "kept: {} store spec{} below it still label{} what {} name{} (the path is not protected): {}{}",
         kept.len(),
-        if kept.len() == 1 { "" } else { "s" },
-        if kept.len() == 1 { "it" } else { "they" },
-        if kept.len() == 1 { "s" } else { "" },
+        if one { "" } else { "s" },
+        if one { "s" } else { "" },
+        if one { "it" } else { "they" },
+        if one { "s" } else { "" },
         examples.join("; "),
-        if more > 0 { format!("; and {more} more (report.json lists them all)") } else { String::new() }
+        if more > 0 {
+            format!("; and {more} more (report.json lists them all)")
+        } else {
+            String::new()
+        }
     ))
 }
 
@@ -335,12 +456,33 @@ pub fn describe_event(event: &Event) -> String {
                 spec(s)
             )
         }
-        Event::Shadow { spec: s } => format!("shadow: {} would win over the plain line — resolved", spec(s)),
-        Event::Overridden { spec: s } => format!("overridden: {} (an equivalent copy with the layout's type sorts after it)", spec(s)),
-        Event::Kept { spec: s } => format!("kept: {} still labels what it names below the path (not protected)", spec(s)),
-        Event::Aliased { alias } => format!(
-            "aliased: `{}` is an alias of `{}` ({}): lookups below it use `{}`'s specs, so the layout's line would never apply",
-            alias.alias, alias.real, alias.at, alias.real
+        Event::Shadow { spec: s } => format!(
+            "shadow: {} would win over the plain line — resolved",
+            spec(s)
         ),
+        Event::Overridden { spec: s } => format!(
+            "overridden: {} (an equivalent copy with the layout's type sorts after it)",
+            spec(s)
+        ),
+        Event::Kept { spec: s } => format!(
+            "kept: {} still labels what it names below the path (not protected)",
+            spec(s)
+        ),
+        Event::Aliased { alias, label } => {
+            let how = match label {
+                AliasLabel::ByStore => format!(
+                    "the store already labels `{}` and what lies below it with the layout's type, so no line is written",
+                    alias.real
+                ),
+                AliasLabel::ByModule => format!(
+                    "the module labels `{}` instead, and lookups of the path reach those lines through the alias",
+                    alias.real
+                ),
+            };
+            format!(
+                "aliased: `{}` is an alias of `{}` ({}): libselinux looks its keys up as `{}`'s; {how}",
+                alias.alias, alias.real, alias.at, alias.real
+            )
+        }
     }
 }

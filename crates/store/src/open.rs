@@ -5,7 +5,10 @@
 //! (`ROOT/etc/selinux/config` names the policy, its store is
 //! `ROOT/var/lib/selinux/NAME`), a store directory itself
 //! (`/var/lib/selinux/NAME`, holding `active/modules`), or a directory of
-//! CIL files as `semodule -E --cil` writes them (`NAME.cil` per module).
+//! CIL files as `semodule -E --cil` writes them (`NAME.cil` per module),
+//! with the store's `semanage.conf` and `file_contexts.subs_dist` (and
+//! `.subs`, `.local`, `.homedirs`) copied beside them when they are known:
+//! without them the compilation settings and path aliases are not.
 //!
 //! The layout of a store directory is libsemanage's (stable since 2.4):
 //! `active/modules/PRIORITY/NAME/cil` holds each module's CIL (bzip2-compressed
@@ -116,6 +119,10 @@ pub struct Store {
     /// in `strcmp` order of their names (libsemanage's compile order).
     pub modules: Vec<Module>,
     pub built: Built,
+    /// What this form of the store does not say, for reports: an
+    /// extracted-CIL directory without `semanage.conf` or
+    /// `file_contexts.subs_dist` beside its modules.
+    pub unknowns: Vec<String>,
 }
 
 /// Customisation files that libsemanage merges into the binary after
@@ -163,8 +170,18 @@ impl Store {
                 )
             }
             Form::ExtractedCil { dir } => {
-                (Settings::default(), read_extracted(dir)?, Built::default())
+                let conf = dir.join("semanage.conf");
+                let settings = if conf.is_file() {
+                    read_conf(&conf, Settings::default())?
+                } else {
+                    Settings::default()
+                };
+                (settings, read_extracted(dir)?, Built::default())
             }
+        };
+        let unknowns = match &form {
+            Form::ExtractedCil { dir } => extracted_unknowns(dir),
+            _ => Vec::new(),
         };
         if modules.is_empty() {
             return Err(StoreError::NotAStore {
@@ -178,6 +195,7 @@ impl Store {
             settings,
             modules,
             built,
+            unknowns,
         })
     }
 
@@ -361,17 +379,43 @@ fn conf_entries(text: &str) -> Vec<(String, String)> {
 }
 
 fn read_settings(root: Option<&Path>, store_dir: &Path) -> Result<Settings, StoreError> {
-    let mut settings = Settings {
+    let settings = Settings {
         disable_dontaudit: store_dir.join("active/disable_dontaudit").exists(),
         preserve_tunables: store_dir.join("active/preserve_tunables").exists(),
         ..Settings::default()
     };
-    let Some(conf) = root
+    match root
         .map(|root| root.join("etc/selinux/semanage.conf"))
         .filter(|conf| conf.is_file())
-    else {
-        return Ok(settings);
-    };
+    {
+        Some(conf) => read_conf(&conf, settings),
+        None => Ok(settings),
+    }
+}
+
+/// What an extracted-CIL directory leaves unknown.
+fn extracted_unknowns(dir: &Path) -> Vec<String> {
+    let mut unknowns = Vec::new();
+    if !dir.join("semanage.conf").is_file() {
+        unknowns.push(
+            "no semanage.conf beside the modules: compiled with libsemanage's defaults \
+             (expand-check on, optimize-policy off), which the store may not use"
+                .to_owned(),
+        );
+    }
+    if !dir.join("file_contexts.subs_dist").is_file() {
+        unknowns.push(
+            "no file_contexts.subs_dist beside the modules: the store's path aliases are unknown, \
+             so an aliased layout path may be labelled where the node never looks"
+                .to_owned(),
+        );
+    }
+    unknowns
+}
+
+/// Reads one `semanage.conf` into `settings`.
+fn read_conf(conf: &Path, mut settings: Settings) -> Result<Settings, StoreError> {
+    let conf = conf.to_owned();
     let text = fs::read_to_string(&conf).map_err(|error| StoreError::io(&conf, error))?;
     for (key, value) in conf_entries(&text) {
         let bad = |why: &str| StoreError::NotAStore {

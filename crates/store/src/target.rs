@@ -1,37 +1,44 @@
 //! `build --target module` and `check --against`: the layout as a module on
 //! a store, predicted, checked and proven.
 //!
-//! 1. [`Baseline::prepare`] opens the store, compiles it as it is with
-//!    secilc the way libsemanage would, compares the result with what the
-//!    store built itself (byte for byte), and reads the compiled policy back
-//!    with setools.
-//! 2. [`build`] maps the layout's domains onto the store's, finds the
-//!    workload set, chooses `filecon` lines that win against the store's,
-//!    renders the module, compiles store + module with every neverallow
-//!    checked, proves the merged file contexts with the lookup engine, and
-//!    lists who else can still reach each protected type.
+//! 1. [`Baseline::prepare`] opens the store and reads what it says: from
+//!    the policy the store built itself when it has one (the whole store
+//!    is compiled beside the rest of the build, the way libsemanage
+//!    would, and compared with it byte for byte), else from the store
+//!    compiled here.
+//! 2. [`build`] decides (domain mapping, workload set, `filecon` lines
+//!    that win, store access carried over to re-typed paths), renders the
+//!    module, compiles store + module as the store would and proves every
+//!    neverallow with a secilc shown to enforce them, proves the merged
+//!    file contexts with the lookup engine, and reads the predicted binary
+//!    back: who else reaches each protected type, and which store domains
+//!    lost access to a re-typed path.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+use std::thread::JoinHandle;
 
+use super::carry::{self, Carried, LossInputs, Losses, Retyped};
 use super::compile::{self, Compiled, Input};
+use super::domains::{map_domains, DomainMapping, Origin};
 use super::facts::Facts;
 use super::filecons::{self, Purpose, Resolution, Siblings, StoreContexts, StoreSpec};
-use super::module_report::{
-    render_text, DomainMapping, ModuleReport, PathReport, ProvenProtection, Verification,
-};
+use super::module_report::{render_text, ModuleReport, PathReport, ProvenProtection, Verification};
 use super::open::{Form, Store};
 use super::profile::{Profile, ProfileName};
-use super::reach::{self, Protected};
+use super::proof::{self, Proof};
+use super::reach::{self, Leftover, Protected, ReachInputs};
+use super::workload_set::Workloads;
 use super::StoreError;
-use layout::manifest::{BaseFacts, Parsed};
-use layout::model::Layout;
-use policy::secilc;
-use policy::setools::{self, SetoolsError};
-use policy::store_module::{self, FileconLine, StoreTarget, WorkloadSet};
-use policy::Violation;
 use selabel::FileContexts;
+use layout::manifest::{BaseFacts, Parsed};
+use layout::model::{BooleanGrants, Layout};
+use policy::secilc::{self, FailedNeverallow};
+use policy::setools::{self, allow_lines, AllowLine, SetoolsError};
+use policy::store_module::{self, CopiedRule, FileconLine, StoreTarget};
+use policy::Violation;
 
 /// How to build against a store.
 #[derive(Debug, Clone, Default)]
@@ -46,15 +53,62 @@ pub struct ModuleOptions {
     pub includes: Vec<PathBuf>,
 }
 
+/// A compilation that runs beside the rest of the build; joined once,
+/// when first asked for, and before its working directory goes away.
+struct Background<T> {
+    handle: Mutex<Option<JoinHandle<T>>>,
+    value: OnceLock<T>,
+}
+
+impl<T: Send + 'static> Background<T> {
+    fn spawn(work: impl FnOnce() -> T + Send + 'static) -> Self {
+        Background {
+            handle: Mutex::new(Some(std::thread::spawn(work))),
+            value: OnceLock::new(),
+        }
+    }
+}
+
+impl<T> Background<T> {
+    fn get(&self) -> Option<&T> {
+        if let Some(value) = self.value.get() {
+            return Some(value);
+        }
+        let handle = self.handle.lock().ok()?.take()?;
+        let value = handle.join().ok()?;
+        Some(self.value.get_or_init(|| value))
+    }
+}
+
+impl<T> Drop for Background<T> {
+    fn drop(&mut self) {
+        if let Some(handle) = self.handle.get_mut().ok().and_then(Option::take) {
+            let _ = handle.join();
+        }
+    }
+}
+
+/// The whole store compiled as it is, to compare with what it built.
+type AsBuilt = Result<Result<Compiled, compile::Refused>, String>;
+
 /// The store compiled without the module, and what it says.
 pub struct Baseline {
     pub store: Store,
     pub secilc: PathBuf,
-    /// Keeps the working files alive.
-    work: tempfile::TempDir,
+    /// The store's modules the build compiles with (the layout's own
+    /// module of an earlier build left out).
     pub inputs: Vec<Input>,
-    pub stock: Compiled,
-    pub verification: Verification,
+    /// The policy the facts were read from: the store's own `policy.kern`,
+    /// or the store compiled here.
+    stock_policy: PathBuf,
+    stock_file_contexts: PathBuf,
+    /// The store without the layout's module, compiled here, when that
+    /// was needed before the build (no built policy, or a module to leave
+    /// out); otherwise it is `as_built`.
+    stock: Option<Compiled>,
+    /// The whole store, compiled in the background when it has a built
+    /// policy to compare with.
+    as_built: Option<Background<AsBuilt>>,
     pub facts: Facts,
     pub profile: &'static Profile,
     pub specs: Vec<StoreSpec>,
@@ -62,10 +116,12 @@ pub struct Baseline {
     /// A module of the layout's name already in the store, left out of the
     /// baseline (the new one replaces it), with its priority.
     pub replaces: Option<(String, Option<u16>)>,
+    /// Declared last: dropped after the background compilation is joined.
+    work: tempfile::TempDir,
 }
 
 impl Baseline {
-    /// Opens and compiles the store. `exclude` leaves out a module of that
+    /// Opens the store and reads it. `exclude` leaves out a module of that
     /// name (an older version of the layout's own module).
     pub fn prepare(
         path: &Path,
@@ -80,96 +136,78 @@ impl Baseline {
             .tempdir()
             .map_err(|e| StoreError::io(Path::new("temporary directory"), e))?;
         let all_inputs = compile::module_inputs(&store, &work.path().join("modules"))?;
-        let as_built = match compile::compile(
-            &secilc,
-            &store.settings,
-            &all_inputs,
-            &work.path().join("store"),
-        )? {
-            Ok(compiled) => compiled,
-            Err(refused) => {
-                return Err(StoreError::StockRefused {
-                    output: refused.output,
-                })
-            }
-        };
-        let verification = verify(&store, &as_built)?;
-        tracing::debug!("store compiled and verified: {verification:?}");
-        let replaced = exclude
+        let replaces = exclude
             .and_then(|name| store.module(name))
             .map(|m| (m.name.clone(), m.priority));
-        let (inputs, stock) = match &replaced {
-            None => (all_inputs, as_built),
-            Some((name, priority)) => {
-                if priority.is_some_and(|p| p > 400) {
-                    return Err(StoreError::Shadowed {
-                        name: name.clone(),
-                        priority: priority.unwrap_or_default(),
-                    });
-                }
-                let inputs: Vec<Input> = all_inputs
-                    .into_iter()
-                    .filter(|input| &input.name != name)
-                    .collect();
-                let stock = match compile::compile(
-                    &secilc,
-                    &store.settings,
-                    &inputs,
-                    &work.path().join("stock"),
-                )? {
-                    Ok(compiled) => compiled,
-                    Err(refused) => {
-                        return Err(StoreError::StockRefused {
-                            output: refused.output,
-                        })
-                    }
-                };
-                (inputs, stock)
+        if let Some((name, Some(priority))) = &replaces {
+            if *priority > 400 {
+                return Err(StoreError::Shadowed {
+                    name: name.clone(),
+                    priority: *priority,
+                });
+            }
+        }
+        let inputs: Vec<Input> = all_inputs
+            .iter()
+            .filter(|input| {
+                replaces
+                    .as_ref()
+                    .is_none_or(|(name, _)| &input.name != name)
+            })
+            .cloned()
+            .collect();
+
+        let built = match (&store.built.policy, &store.built.file_contexts) {
+            (Some(policy), Some(contexts)) => Some((policy.clone(), contexts.clone())),
+            _ => None,
+        };
+        let as_built = built.as_ref().map(|_| {
+            let (secilc, settings, inputs, out) = (
+                secilc.clone(),
+                store.settings.clone(),
+                all_inputs.clone(),
+                work.path().join("as-built"),
+            );
+            Background::spawn(move || {
+                compile::compile(&secilc, &settings, &inputs, &out).map_err(|e| e.to_string())
+            })
+        });
+        let (stock, stock_policy, stock_file_contexts) = match (&built, &replaces) {
+            (Some((policy, contexts)), None) => (None, policy.clone(), contexts.clone()),
+            _ => {
+                let compiled = compile_stock(&secilc, &store, &inputs, &work.path().join("stock"))?;
+                let (policy, contexts) = (compiled.policy.clone(), compiled.file_contexts.clone());
+                (Some(compiled), policy, contexts)
             }
         };
-        let mut facts = Facts::read(&store, &stock.policy)?;
+
+        let mut facts = Facts::read(&store, &stock_policy)?;
         tracing::debug!("facts read: {} types", facts.types.len());
-        if let Some((name, _)) = &replaced {
+        if let Some((name, _)) = &replaces {
             facts.providers.retain(|_, module| module != name);
             for modules in facts.filecon_modules.values_mut() {
                 modules.remove(name);
             }
         }
-        let profile = match options.profile {
-            Some(name) => {
-                let profile = Profile::named(name);
-                let missing = profile.missing(&facts);
-                if !missing.is_empty() {
-                    return Err(StoreError::Profile(format!(
-                        "profile {} does not fit this store: it lacks {}",
-                        name.as_str(),
-                        missing.join(", ")
-                    )));
-                }
-                profile
-            }
-            None => Profile::detect(&facts).map_err(|why| {
-                StoreError::Profile(format!(
-                    "cannot tell which profile the store follows ({why}); pass --profile"
-                ))
-            })?,
-        };
-        let text = fs::read_to_string(&stock.file_contexts)
-            .map_err(|e| StoreError::io(&stock.file_contexts, e))?;
+        let profile = choose_profile(&facts, options.profile)?;
+        let text = fs::read_to_string(&stock_file_contexts)
+            .map_err(|e| StoreError::io(&stock_file_contexts, e))?;
         let specs = filecons::parse_specs(&text);
         let siblings = siblings(&store);
         Ok(Baseline {
             store,
             secilc,
-            work,
             inputs,
+            stock_policy,
+            stock_file_contexts,
             stock,
-            verification,
+            as_built,
             facts,
             profile,
             specs,
             siblings,
-            replaces: replaced,
+            replaces,
+            work,
         })
     }
 
@@ -188,34 +226,128 @@ impl Baseline {
         self.work.path()
     }
 
+    /// The policy the store's facts come from.
+    pub fn stock_policy(&self) -> &Path {
+        &self.stock_policy
+    }
+
     /// The stock file contexts (with the store's siblings), for lookups.
-    pub(crate) fn stock_contexts(&self) -> Result<FileContexts, StoreError> {
+    pub fn stock_contexts(&self) -> Result<FileContexts, StoreError> {
         let dir = self.work.path().join("stock-lookup");
-        let text = fs::read_to_string(&self.stock.file_contexts)
-            .map_err(|e| StoreError::io(&self.stock.file_contexts, e))?;
+        let text = fs::read_to_string(&self.stock_file_contexts)
+            .map_err(|e| StoreError::io(&self.stock_file_contexts, e))?;
         let main = self.siblings.write_with(&dir, &text)?;
         FileContexts::load(&main).map_err(|e| StoreError::FileContexts(e.to_string()))
+    }
+
+    /// How our compilation of the store compares with what it built
+    /// itself (waits for the background compilation).
+    pub fn verification(&self) -> Result<Verification, StoreError> {
+        let Some(as_built) = &self.as_built else {
+            return Ok(Verification::Unavailable {
+                why: unavailable_because(&self.store),
+            });
+        };
+        match as_built.get() {
+            Some(Ok(Ok(compiled))) => verify(&self.store, compiled),
+            Some(Ok(Err(refused))) => Ok(Verification::Differs {
+                why: format!(
+                    "secilc cannot compile the store as it is: {}",
+                    refused.output.trim()
+                ),
+            }),
+            Some(Err(error)) => Err(StoreError::Background(error.clone())),
+            None => Err(StoreError::Background(
+                "the compilation of the store as it is stopped".to_owned(),
+            )),
+        }
     }
 
     /// Writes the stock store's predicted `policy.33` and `file_contexts`
     /// (with siblings) into `dir`.
     pub fn write_stock(&self, dir: &Path) -> Result<Vec<PathBuf>, StoreError> {
-        write_outputs(dir, &self.stock, &self.siblings)
+        if let Some(stock) = &self.stock {
+            return write_outputs(dir, stock, &self.siblings);
+        }
+        match self.as_built.as_ref().and_then(Background::get) {
+            Some(Ok(Ok(compiled))) => write_outputs(dir, compiled, &self.siblings),
+            Some(Ok(Err(refused))) => Err(StoreError::StockRefused {
+                output: refused.output.clone(),
+                hint: None,
+            }),
+            Some(Err(error)) => Err(StoreError::Background(error.clone())),
+            None => Err(StoreError::Background(
+                "the compilation of the store as it is stopped".to_owned(),
+            )),
+        }
+    }
+}
+
+fn compile_stock(
+    secilc: &Path,
+    store: &Store,
+    inputs: &[Input],
+    out: &Path,
+) -> Result<Compiled, StoreError> {
+    compile::compile(secilc, &store.settings, inputs, out)?.map_err(|refused| {
+        let hint = (!store.unknowns.is_empty()).then(|| store.unknowns.join("; "));
+        StoreError::StockRefused {
+            output: refused.output,
+            hint,
+        }
+    })
+}
+
+fn choose_profile(
+    facts: &Facts,
+    wanted: Option<ProfileName>,
+) -> Result<&'static Profile, StoreError> {
+    match wanted {
+        Some(name) => {
+            let profile = Profile::named(name);
+            let missing = profile.missing(facts);
+            if !missing.is_empty() {
+                return Err(StoreError::Profile(format!(
+                    "profile {} does not fit this store: it lacks {}",
+                    name.as_str(),
+                    missing.join(", ")
+                )));
+            }
+            Ok(profile)
+        }
+        None => Profile::detect(facts).map_err(|why| {
+            StoreError::Profile(format!(
+                "cannot tell which profile the store follows ({why}); pass --profile"
+            ))
+        }),
+    }
+}
+
+/// Why a store form has nothing to verify the prediction against.
+fn unavailable_because(store: &Store) -> String {
+    match &store.form {
+        Form::ExtractedCil { .. } => {
+            let mut why = vec!["extracted CIL holds no policy.kern to compare with".to_owned()];
+            why.extend(store.unknowns.iter().cloned());
+            why.join("; ")
+        }
+        _ => "the store has no active/policy.kern and file_contexts to compare with (never built?)"
+            .to_owned(),
     }
 }
 
 fn verify(store: &Store, built: &Compiled) -> Result<Verification, StoreError> {
-    let Some(policy) = &store.built.policy else {
-        return Ok(Verification::Unavailable);
+    let (Some(policy), Some(contexts)) = (&store.built.policy, &store.built.file_contexts) else {
+        return Ok(Verification::Unavailable {
+            why: unavailable_because(store),
+        });
     };
     let mut problems = Vec::new();
     if !compile::same_bytes(policy, &built.policy)? {
         problems.push(format!("policy.33 differs from {}", policy.display()));
     }
-    if let Some(contexts) = &store.built.file_contexts {
-        if !compile::same_bytes(contexts, &built.file_contexts)? {
-            problems.push(format!("file_contexts differs from {}", contexts.display()));
-        }
+    if !compile::same_bytes(contexts, &built.file_contexts)? {
+        problems.push(format!("file_contexts differs from {}", contexts.display()));
     }
     if problems.is_empty() {
         let bytes = fs::metadata(policy)
@@ -240,10 +372,7 @@ fn verify(store: &Store, built: &Compiled) -> Result<Verification, StoreError> {
 
 /// The files libselinux reads beside the store's `file_contexts`.
 fn siblings(store: &Store) -> Siblings {
-    let store_dir = match &store.form {
-        Form::Root { store_dir, .. } | Form::StoreDir { store_dir, .. } => Some(store_dir.clone()),
-        Form::ExtractedCil { .. } => None,
-    };
+    let existing = |path: PathBuf| path.is_file().then_some(path);
     let installed = match &store.form {
         Form::Root { root, name, .. } => {
             Some(root.join("etc/selinux").join(name).join("contexts/files"))
@@ -254,13 +383,33 @@ fn siblings(store: &Store) -> Siblings {
         } => store_dir
             .file_name()
             .map(|name| root.join("etc/selinux").join(name).join("contexts/files")),
+        Form::StoreDir { root: None, .. } => None,
+        // `semodule -E --cil` extracts modules only: the files copied
+        // beside them are read as the installed ones.
+        Form::ExtractedCil { dir } => Some(dir.clone()),
+    };
+    let local_subs = match &store.form {
+        Form::Root { store_dir, .. } | Form::StoreDir { store_dir, .. } => {
+            existing(store_dir.join("active/file_contexts.subs"))
+        }
+        Form::ExtractedCil { dir } => existing(dir.join("file_contexts.subs")),
+    };
+    let beside_extracted = |name: &str| match &store.form {
+        Form::ExtractedCil { dir } => existing(dir.join(name)),
         _ => None,
     };
-    let existing = |path: PathBuf| path.is_file().then_some(path);
     Siblings {
-        homedirs: store.built.homedirs.clone(),
-        local: store.built.local.clone(),
-        subs: store_dir.and_then(|dir| existing(dir.join("active/file_contexts.subs"))),
+        homedirs: store
+            .built
+            .homedirs
+            .clone()
+            .or_else(|| beside_extracted("file_contexts.homedirs")),
+        local: store
+            .built
+            .local
+            .clone()
+            .or_else(|| beside_extracted("file_contexts.local")),
+        subs: local_subs,
         subs_dist: installed.and_then(|dir| existing(dir.join("file_contexts.subs_dist"))),
     }
 }
@@ -338,7 +487,8 @@ impl ModuleBuild {
 pub enum ModuleError {
     #[error(transparent)]
     Store(#[from] StoreError),
-    /// A layout domain cannot be mapped, or maps somewhere it must not.
+    /// A layout domain or store owner cannot be mapped, or maps somewhere
+    /// it must not.
     #[error("{0}")]
     Mapping(String),
     #[error(transparent)]
@@ -348,16 +498,34 @@ pub enum ModuleError {
     /// secilc refused store + module; `violations` are the protections it
     /// proved broken, at the manifest lines that declared them.
     #[error(
-        "secilc rejected store + module{}\n\nsecilc said:\n{output}",
-        policy::describe_violations(violations)
+        "secilc rejected store + module{}{}\n\nsecilc said:\n{output}",
+        policy::describe_violations(violations),
+        hint.as_deref().map(|h| format!("\n  = help: {h}")).unwrap_or_default()
     )]
     Rejected {
         violations: Vec<Violation>,
+        /// What to change, when the violations say.
+        hint: Option<String>,
         output: String,
     },
     /// The merged file contexts do not give the layout's types.
     #[error("the predicted file_contexts do not give the layout's labels:\n{}", .0.join("\n"))]
     NotProven(Vec<String>),
+}
+
+/// What the build decided before rendering the module.
+struct Decisions {
+    domains: Vec<DomainMapping>,
+    domain_types: BTreeMap<String, String>,
+    declared: BTreeSet<String>,
+    workloads: Workloads,
+    adopted: BTreeSet<String>,
+    resolution: Resolution,
+    paths: Vec<PathReport>,
+    retyped: Vec<Retyped>,
+    carried: Carried,
+    /// The stock policy's rules on the old types of re-typed paths.
+    stock_rules: Vec<AllowLine>,
 }
 
 /// Builds the layout's module against `baseline`.
@@ -367,100 +535,134 @@ pub fn build(
     options: &ModuleOptions,
 ) -> Result<ModuleBuild, ModuleError> {
     let layout = &parsed.layout;
+    let decisions = decide(baseline, parsed, options)?;
+    let module_cil = render(baseline, parsed, &decisions)?;
+    tracing::debug!("module rendered");
+    let compiled = compile_and_prove(baseline, parsed, &module_cil, options)?;
+    tracing::debug!("store + module compiled");
+    prove_file_contexts(baseline, &decisions.resolution, &compiled.predicted)?;
+    tracing::debug!("file contexts proven");
+    let read_back = read_back(baseline, parsed, &decisions, &compiled)?;
+    tracing::debug!("predicted policy read back");
+    let report = ModuleReport {
+        module: layout.module.clone(),
+        layout: parsed.source.name.clone(),
+        store: baseline.store.describe(),
+        profile: baseline.profile.name.as_str(),
+        verification: baseline.verification()?,
+        expand_check: baseline.store.settings.expand_check,
+        proof: compiled.proof,
+        boolean_grants: layout.store.boolean_grants.as_str(),
+        replaces: baseline
+            .replaces
+            .as_ref()
+            .map(|(name, priority)| match priority {
+                Some(p) => format!("{name} (priority {p})"),
+                None => name.clone(),
+            }),
+        new_types: layout
+            .paths
+            .iter()
+            .filter(|r| !decisions.adopted.contains(&r.type_name))
+            .map(|r| r.type_name.clone())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .chain(decisions.declared.iter().cloned())
+            .collect(),
+        domains: decisions.domains,
+        adopted_types: decisions.adopted.into_iter().collect(),
+        workload_set: decisions.workloads.members.into_iter().collect(),
+        workload_expression: Some(Workloads::expression(baseline.profile)),
+        paths: decisions.paths,
+        protections: read_back.protections,
+        retyped: read_back.losses,
+        proven_keys: decisions.resolution.probes.len(),
+        includes: options
+            .includes
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect(),
+    };
+    Ok(ModuleBuild {
+        module_name: layout.module.clone(),
+        module_cil,
+        predicted: compiled.predicted,
+        report,
+        siblings: baseline.siblings.clone(),
+    })
+}
+
+/// Step 1: domains, the workload set, adopted types, file contexts that
+/// win, and the store access carried over to re-typed paths.
+fn decide(
+    baseline: &Baseline,
+    parsed: &Parsed,
+    options: &ModuleOptions,
+) -> Result<Decisions, ModuleError> {
+    let layout = &parsed.layout;
     let facts = &baseline.facts;
     let profile = baseline.profile;
-    let domains = map_domains(layout, facts, profile, &options.maps)?;
+    let domains = map_domains(layout, facts, profile, &options.maps)
+        .map_err(|e| ModuleError::Mapping(e.0))?;
     let domain_types: BTreeMap<String, String> = domains
         .iter()
         .map(|d| (d.layout_type.clone(), d.store_type.clone()))
         .collect();
     let declared: BTreeSet<String> = domains
         .iter()
-        .filter(|d| d.origin == "declared")
+        .filter(|d| d.origin == Origin::Declared)
         .map(|d| d.store_type.clone())
         .collect();
+    let workloads = Workloads::find(layout, facts, profile, &domain_types);
+    let adopted = adopted_types(parsed, facts)?;
+    check_store_owners(parsed, facts, profile, &workloads)?;
 
-    // The workload set: container domains that are not privileged, the
-    // layout's workloads and agents (the runtime starts both; neither may
-    // touch a protected path), and everything any of them can transition
-    // to (through the store's rules or the layout's).
-    let mut starts: BTreeSet<String> = facts
-        .attributes
-        .get(profile.workload_attribute)
-        .cloned()
-        .unwrap_or_default();
-    for privileged in facts
-        .attributes
-        .get(profile.privileged_attribute)
-        .into_iter()
-        .flatten()
-    {
-        starts.remove(privileged);
-    }
-    let layout_workloads: BTreeSet<String> = layout
-        .domains
-        .iter()
-        .filter(|d| d.is_container())
-        .map(|d| domain_types[&d.type_name].clone())
-        .collect();
-    starts.extend(layout_workloads.iter().cloned());
-    let mut closure_facts = facts.clone();
-    for domain in &layout.domains {
-        for &next in &domain.transitions {
-            let (from, to) = (
-                &domain_types[&domain.type_name],
-                &domain_types[&layout.domain(next).type_name],
-            );
-            if from != to {
-                closure_facts
-                    .transitions
-                    .entry(from.clone())
-                    .or_default()
-                    .insert(to.clone());
-            }
-        }
-    }
-    let workload_members = closure_facts.transition_closure(starts.iter().cloned());
-    let from_attribute: BTreeSet<String> = {
-        let mut members = facts
-            .attributes
-            .get(profile.workload_attribute)
-            .cloned()
-            .unwrap_or_default();
-        for privileged in facts
-            .attributes
-            .get(profile.privileged_attribute)
-            .into_iter()
-            .flatten()
-        {
-            members.remove(privileged);
-        }
-        members
-    };
-    let explicit: BTreeSet<String> = workload_members
-        .difference(&from_attribute)
-        .cloned()
-        .collect();
-    let workload = WorkloadSet {
-        attribute: Some((
-            profile.workload_attribute.to_owned(),
-            profile.privileged_attribute.to_owned(),
-        )),
-        types: explicit,
-    };
-
-    // File contexts that win.
     let contexts = StoreContexts {
         specs: &baseline.specs,
         siblings: &baseline.siblings,
         modules: &facts.filecon_modules,
     };
-    tracing::debug!("resolving file contexts");
-    let resolution = filecons::resolve(layout, &contexts, &baseline.work_dir().join("resolve"))?;
-    tracing::debug!("file contexts resolved");
     let stock = baseline.stock_contexts()?;
+    let resolution = filecons::resolve(
+        layout,
+        &contexts,
+        &stock,
+        &baseline.work_dir().join("resolve"),
+    )?;
+    tracing::debug!("file contexts resolved");
     let paths = path_reports(layout, &resolution, &stock, facts);
 
+    let retyped = carry::retyped(layout, &adopted, &resolution.probes, &stock);
+    let old_types: BTreeSet<&str> = retyped
+        .iter()
+        .flat_map(|r| r.old_types.iter().map(String::as_str))
+        .collect();
+    let stock_rules = if old_types.is_empty() {
+        Vec::new()
+    } else {
+        let old_types: Vec<&str> = old_types.into_iter().collect();
+        allow_lines(&reach::query(baseline.stock_policy(), &old_types)?)
+    };
+    let carried = carry::carry(&retyped, &stock_rules, facts, profile.file_type_attributes);
+    tracing::debug!("{} store rules carried over", carried.rules.len());
+    Ok(Decisions {
+        domains,
+        domain_types,
+        declared,
+        workloads,
+        adopted,
+        resolution,
+        paths,
+        retyped,
+        carried,
+        stock_rules,
+    })
+}
+
+/// Layout file types the store already has: adopted, and checked to be
+/// file types there.
+fn adopted_types(parsed: &Parsed, facts: &Facts) -> Result<BTreeSet<String>, ModuleError> {
+    let layout = &parsed.layout;
     let adopted: BTreeSet<String> = layout
         .paths
         .iter()
@@ -477,18 +679,83 @@ pub fn build(
             )));
         }
     }
+    Ok(adopted)
+}
 
-    let mut referenced: BTreeSet<String> = domain_types.values().cloned().collect();
-    referenced.extend(workload.types.iter().cloned());
+/// Every store owner is a store domain, and none is a workload.
+fn check_store_owners(
+    parsed: &Parsed,
+    facts: &Facts,
+    profile: &Profile,
+    workloads: &Workloads,
+) -> Result<(), ModuleError> {
+    for rule in &parsed.layout.paths {
+        for owner in &rule.store_owners {
+            let at = location(parsed, owner.pos);
+            if !facts.is_member(&owner.type_name, profile.domain_attribute) {
+                return Err(ModuleError::Mapping(format!(
+                    "{at}: store owner `{}` of `{}` is not a process domain of this store",
+                    owner.type_name, rule.path
+                )));
+            }
+            if workloads.members.contains(&owner.type_name) {
+                return Err(ModuleError::Mapping(format!(
+                    "{at}: store owner `{}` of `{}` is in the workload set: a workload cannot own a path",
+                    owner.type_name, rule.path
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Step 2: the module's CIL.
+fn render(
+    baseline: &Baseline,
+    parsed: &Parsed,
+    decisions: &Decisions,
+) -> Result<String, ModuleError> {
+    let layout = &parsed.layout;
+    let facts = &baseline.facts;
+    let profile = baseline.profile;
+    let copied: Vec<CopiedRule> =
+        decisions
+            .carried
+            .rules
+            .iter()
+            .map(|rule| CopiedRule {
+                source: rule.source.clone(),
+                target: rule.target.clone(),
+                class: rule.class.clone(),
+                perms: rule.perms.iter().cloned().collect(),
+                condition: rule.condition.as_ref().and_then(|c| c.cil()).map(
+                    |(expression, branch)| {
+                        (
+                            expression.split_whitespace().map(str::to_owned).collect(),
+                            branch,
+                        )
+                    },
+                ),
+            })
+            .collect();
+
+    let mut referenced: BTreeSet<String> = decisions.domain_types.values().cloned().collect();
+    referenced.extend(decisions.workloads.set.types.iter().cloned());
     referenced.extend([
         profile.workload_attribute.to_owned(),
         profile.privileged_attribute.to_owned(),
     ]);
-    referenced.extend(adopted.iter().cloned());
+    referenced.extend(decisions.adopted.iter().cloned());
     referenced.extend(profile.file_type_attributes.iter().map(|a| (*a).to_owned()));
+    for rule in &decisions.carried.rules {
+        referenced.insert(rule.source.clone());
+        if let Some(condition) = &rule.condition {
+            referenced.extend(condition.booleans().into_iter().map(str::to_owned));
+        }
+    }
     let providers: BTreeMap<String, String> = referenced
         .iter()
-        .filter(|name| !declared.contains(*name))
+        .filter(|name| !decisions.declared.contains(*name))
         .filter_map(|name| {
             facts
                 .optional_provider(name)
@@ -497,15 +764,15 @@ pub fn build(
         .collect();
 
     let target = StoreTarget {
-        store: baseline.store.describe(),
         profile: profile.name.as_str().to_owned(),
-        domain_types: domain_types.clone(),
-        domain_origins: domains
+        domain_types: decisions.domain_types.clone(),
+        domain_origins: decisions
+            .domains
             .iter()
-            .map(|d| (d.key.clone(), describe_origin(d, profile)))
+            .map(|d| (d.key.clone(), d.origin.describe(profile)))
             .collect(),
-        declared_domains: declared.clone(),
-        adopted_types: adopted.clone(),
+        declared_domains: decisions.declared.clone(),
+        adopted_types: decisions.adopted.clone(),
         file_type_attributes: profile
             .file_type_attributes
             .iter()
@@ -514,27 +781,48 @@ pub fn build(
         domain_attribute: profile.domain_attribute.to_owned(),
         domain_role: profile.domain_role.to_owned(),
         providers,
-        workload: workload.clone(),
-        filecons: resolution
+        workload: decisions.workloads.set.clone(),
+        filecons: decisions
+            .resolution
             .paths
             .iter()
             .map(|p| p.lines.iter().map(line_for_cil).collect())
             .collect(),
-        store_notes: paths.iter().map(store_note).collect(),
+        store_notes: decisions.paths.iter().map(store_note).collect(),
         classes: facts.classes.clone(),
+        copied,
     };
-    let module_cil = store_module::render(layout, &parsed.source.name, &target)?;
-    tracing::debug!("module rendered");
+    Ok(store_module::render(layout, &parsed.source.name, &target)?)
+}
 
-    // Store + module (+ includes), every neverallow checked.
+/// What step 3 compiled and proved.
+struct CompiledModule {
+    predicted: Compiled,
+    proof: Proof,
+    /// The layout's neverallows secilc found broken, tolerated for now
+    /// (`booleanGrants: byDefault`): the read-back decides.
+    tolerated: Vec<FailedNeverallow>,
+    module_path: PathBuf,
+}
+
+/// Step 3: store + module (+ includes) compiled as the store compiles it
+/// (the prediction), every neverallow checked (the proof, by a secilc the
+/// probe showed to enforce them), side by side.
+fn compile_and_prove(
+    baseline: &Baseline,
+    parsed: &Parsed,
+    module_cil: &str,
+    options: &ModuleOptions,
+) -> Result<CompiledModule, ModuleError> {
+    let layout = &parsed.layout;
     let work = baseline.work_dir().join("predicted");
     fs::create_dir_all(&work).map_err(|e| StoreError::io(&work, e))?;
     let module_path = work.join(format!("{}.cil", layout.module));
-    fs::write(&module_path, &module_cil).map_err(|e| StoreError::io(&module_path, e))?;
+    fs::write(&module_path, module_cil).map_err(|e| StoreError::io(&module_path, e))?;
     let mut inputs = baseline.inputs.clone();
     inputs.push(Input {
         name: layout.module.clone(),
-        path: module_path,
+        path: module_path.clone(),
     });
     for include in &options.includes {
         if !include.is_file() {
@@ -550,78 +838,202 @@ pub fn build(
             path: include.clone(),
         });
     }
-    let predicted = match compile::compile(
-        &baseline.secilc,
-        &baseline.store.settings,
-        &inputs,
-        &work.join("out"),
-    )? {
+    let settings = &baseline.store.settings;
+    // With expand-check on, the prediction checks every neverallow itself.
+    let separate_proof = !settings.expand_check;
+    let (probe, predicted, checked) = std::thread::scope(|scope| {
+        let probe =
+            scope.spawn(|| secilc::probe_neverallows(&baseline.secilc, &work.join("probe")));
+        let checked = separate_proof.then(|| {
+            scope.spawn(|| {
+                compile::check_neverallows(&baseline.secilc, settings, &inputs, &work.join("proof"))
+            })
+        });
+        let predicted = compile::compile(&baseline.secilc, settings, &inputs, &work.join("out"));
+        let join = |what: &str| StoreError::Background(format!("the {what} stopped"));
+        (
+            probe.join().map_err(|_| join("secilc probe")),
+            predicted,
+            checked.map(|c| c.join().map_err(|_| join("proof"))),
+        )
+    });
+    let probe = probe?.map_err(StoreError::from)?;
+    let predicted = match predicted? {
         Ok(compiled) => compiled,
-        Err(refused) => return Err(rejected(parsed, &refused.output)),
+        Err(refused) => {
+            let (ours, theirs) = proof::split_failures(&refused.output, &module_path);
+            let mut error = rejected(parsed, &ours, &refused.output);
+            if ours.is_empty() && !theirs.is_empty() {
+                if let ModuleError::Rejected { hint, .. } = &mut error {
+                    let mut text = format!(
+                        "the store's own neverallows fail ({} of them), and its settings have expand-check on, \
+                         so semodule refuses it as well",
+                        theirs.len()
+                    );
+                    for unknown in &baseline.store.unknowns {
+                        text.push_str("; ");
+                        text.push_str(unknown);
+                    }
+                    *hint = Some(text);
+                }
+            }
+            return Err(error);
+        }
     };
+    if let Some(why) = proof::probe_failure(&probe, &baseline.secilc) {
+        return Ok(CompiledModule {
+            predicted,
+            proof: Proof::NotRun { why },
+            tolerated: Vec::new(),
+            module_path,
+        });
+    }
+    let Some(checked) = checked else {
+        // expand-check=1: the prediction proved every neverallow.
+        return Ok(CompiledModule {
+            predicted,
+            proof: Proof::Proven {
+                store_violations: Vec::new(),
+                boolean_only: Vec::new(),
+            },
+            tolerated: Vec::new(),
+            module_path,
+        });
+    };
+    let checked = checked??;
+    let (ours, store_violations) = if checked.success {
+        (Vec::new(), Vec::new())
+    } else {
+        proof::split_failures(&checked.output, &module_path)
+    };
+    if !checked.success && ours.is_empty() && store_violations.is_empty() {
+        // It failed, but not on a neverallow: nothing is proven.
+        return Err(rejected(parsed, &ours, &checked.output));
+    }
+    let tolerate = layout.store.boolean_grants == BooleanGrants::ByDefault;
+    if !ours.is_empty() && !tolerate {
+        return Err(rejected(parsed, &ours, &checked.output));
+    }
+    Ok(CompiledModule {
+        predicted,
+        proof: Proof::Proven {
+            store_violations,
+            boolean_only: ours.iter().map(|f| f.target.clone()).collect(),
+        },
+        tolerated: ours,
+        module_path,
+    })
+}
 
-    tracing::debug!("store + module compiled");
-    // The proof, on the real merged file.
+/// Step 4: the merged file contexts give every probe key its layout type.
+fn prove_file_contexts(
+    baseline: &Baseline,
+    resolution: &Resolution,
+    predicted: &Compiled,
+) -> Result<(), ModuleError> {
     let text = fs::read_to_string(&predicted.file_contexts)
         .map_err(|e| StoreError::io(&predicted.file_contexts, e))?;
-    let main = baseline.siblings.write_with(&work.join("proof"), &text)?;
+    let main = baseline
+        .siblings
+        .write_with(&baseline.work_dir().join("proof-contexts"), &text)?;
     let merged = FileContexts::load(&main).map_err(|e| StoreError::FileContexts(e.to_string()))?;
     let mismatches = filecons::prove(&merged, &resolution.probes);
-    if !mismatches.is_empty() {
-        return Err(ModuleError::NotProven(
-            mismatches.iter().map(ToString::to_string).collect(),
-        ));
+    if mismatches.is_empty() {
+        return Ok(());
     }
-    let proven_keys = resolution.probes.len();
+    Err(ModuleError::NotProven(
+        mismatches.iter().map(ToString::to_string).collect(),
+    ))
+}
 
-    tracing::debug!("proven");
-    // Who else reaches each protected type: the predicted policy's
-    // attributes and its rules on protected types, read in parallel.
-    let protected_types: BTreeSet<&str> =
-        layout.protected().map(|r| r.type_name.as_str()).collect();
-    let protected_types: Vec<&str> = protected_types.into_iter().collect();
+/// What step 5 read back from the predicted binary.
+struct ReadBack {
+    protections: Vec<ProvenProtection>,
+    losses: Vec<Losses>,
+}
+
+/// Step 5: the predicted binary's rules on every new type and its
+/// attributes, read with setools: who else reaches each protected type,
+/// and which store domains lost access to a re-typed path. Neverallows
+/// tolerated as boolean-only are confirmed here, or the build fails.
+fn read_back(
+    baseline: &Baseline,
+    parsed: &Parsed,
+    decisions: &Decisions,
+    compiled: &CompiledModule,
+) -> Result<ReadBack, ModuleError> {
+    let layout = &parsed.layout;
+    let policy = &compiled.predicted.policy;
+    let new_types: Vec<&str> = decisions
+        .retyped
+        .iter()
+        .map(|r| r.type_name.as_str())
+        .chain(layout.protected().map(|r| r.type_name.as_str()))
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
     let (attributes, rules_text) = std::thread::scope(|scope| {
-        let attributes = scope.spawn(|| setools::run("seinfo", &["-x", "-a"], &predicted.policy));
-        let rules = (!protected_types.is_empty())
-            .then(|| scope.spawn(|| reach::query(&predicted.policy, &protected_types)));
+        let attributes = scope.spawn(|| setools::run("seinfo", &["-x", "-a"], policy));
+        let rules =
+            (!new_types.is_empty()).then(|| scope.spawn(|| reach::query(policy, &new_types)));
         (attributes.join(), rules.map(|r| r.join()))
     });
-    let mut predicted_facts = Facts::default();
     let panicked = |tool| {
         StoreError::from(SetoolsError {
             tool,
             detail: "panicked".into(),
         })
     };
-    let attributes = attributes.map_err(|_| panicked("seinfo"))?;
-    predicted_facts.parse_attributes(&attributes.map_err(StoreError::from)?);
-    let rules_text = match rules_text {
-        None => String::new(),
-        Some(joined) => joined.map_err(|_| panicked("sesearch"))??,
+    let mut predicted_facts = Facts::default();
+    predicted_facts.parse_attributes(
+        &attributes
+            .map_err(|_| panicked("seinfo"))?
+            .map_err(StoreError::from)?,
+    );
+    let rules = match rules_text {
+        None => Vec::new(),
+        Some(joined) => allow_lines(&joined.map_err(|_| panicked("sesearch"))??),
     };
-    let mut protected: Vec<Protected<'_>> = Vec::new();
-    let mut declared_at: BTreeMap<&str, String> = BTreeMap::new();
-    for rule in layout.protected() {
-        if let Some(item) = protected.iter_mut().find(|p| p.type_name == rule.type_name) {
-            item.paths.push(rule.path.clone());
-            continue;
-        }
-        declared_at.insert(
-            &rule.type_name,
-            location(parsed, rule.protected_pos.unwrap_or(rule.pos)),
-        );
-        protected.push(Protected {
-            type_name: &rule.type_name,
-            paths: vec![rule.path.clone()],
-            granted: rule
-                .access
-                .keys()
-                .map(|&d| domain_types[&layout.domain(d).type_name].clone())
-                .collect(),
-        });
+
+    let protected = protected_types(parsed, &decisions.domain_types);
+    let reaches = reach::reach(
+        &ReachInputs {
+            rules: &rules,
+            attributes: &predicted_facts,
+            booleans: &baseline.facts.booleans,
+            workload_set: &decisions.workloads.members,
+            classes: &baseline.facts.classes,
+        },
+        &protected,
+    );
+    // A tolerated neverallow holds only if every grant beyond the
+    // protection's exceptions is off by default.
+    let unproven: Vec<&FailedNeverallow> = compiled
+        .tolerated
+        .iter()
+        .filter(|failed| {
+            reaches.iter().any(|reach| {
+                reach.type_name == failed.target
+                    && reach
+                        .workload
+                        .iter()
+                        .any(|w| w.leftover == Leftover::Unproven)
+            })
+        })
+        .collect();
+    if !unproven.is_empty() {
+        let failed: Vec<FailedNeverallow> = unproven.into_iter().cloned().collect();
+        return Err(rejected(parsed, &failed, ""));
     }
-    let reaches = reach::reach(&rules_text, &predicted_facts, &workload_members, &protected);
-    tracing::debug!("reach computed");
+    let declared_at: BTreeMap<&str, String> = layout
+        .protected()
+        .map(|r| {
+            (
+                r.type_name.as_str(),
+                location(parsed, r.protected_pos.unwrap_or(r.pos)),
+            )
+        })
+        .collect();
     let protections = reaches
         .into_iter()
         .map(|reach| ProvenProtection {
@@ -632,139 +1044,55 @@ pub fn build(
             reach,
         })
         .collect();
-
-    let report = ModuleReport {
-        module: layout.module.clone(),
-        layout: parsed.source.name.clone(),
-        store: baseline.store.describe(),
-        profile: profile.name.as_str(),
-        verification: baseline.verification.clone(),
-        expand_check: baseline.store.settings.expand_check,
-        replaces: baseline
-            .replaces
-            .as_ref()
-            .map(|(name, priority)| match priority {
-                Some(p) => format!("{name} (priority {p})"),
-                None => name.clone(),
-            }),
-        domains,
-        new_types: layout
-            .paths
-            .iter()
-            .filter(|r| !adopted.contains(&r.type_name))
-            .map(|r| r.type_name.clone())
-            .collect::<BTreeSet<_>>()
-            .into_iter()
-            .chain(declared.iter().cloned())
-            .collect(),
-        adopted_types: adopted.into_iter().collect(),
-        workload_set: workload_members.into_iter().collect(),
-        workload_expression: Some(format!(
-            "{} minus {}",
-            profile.workload_attribute, profile.privileged_attribute
-        )),
-        paths,
+    let losses = carry::losses(
+        &LossInputs {
+            stock_rules: &decisions.stock_rules,
+            stock_facts: &baseline.facts,
+            predicted_rules: &rules,
+            predicted_facts: &predicted_facts,
+            new_attributes: baseline.profile.file_type_attributes,
+            workload_set: &decisions.workloads.members,
+            carried: &decisions.carried,
+        },
+        &decisions.retyped,
+    );
+    let _ = &compiled.module_path;
+    Ok(ReadBack {
         protections,
-        proven_keys,
-        includes: options
-            .includes
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect(),
-    };
-    Ok(ModuleBuild {
-        module_name: layout.module.clone(),
-        module_cil,
-        predicted,
-        report,
-        siblings: baseline.siblings.clone(),
+        losses,
     })
+}
+
+/// Each protected type once, with its paths and who may reach it by the
+/// layout's will: its grantees and its store owners.
+fn protected_types<'a>(
+    parsed: &'a Parsed,
+    domain_types: &BTreeMap<String, String>,
+) -> Vec<Protected<'a>> {
+    let layout = &parsed.layout;
+    let mut protected: Vec<Protected<'a>> = Vec::new();
+    for rule in layout.protected() {
+        if let Some(item) = protected.iter_mut().find(|p| p.type_name == rule.type_name) {
+            item.paths.push(rule.path.clone());
+            continue;
+        }
+        let mut granted: BTreeSet<String> = rule
+            .access
+            .keys()
+            .map(|&d| domain_types[&layout.domain(d).type_name].clone())
+            .collect();
+        granted.extend(rule.store_owners.iter().map(|o| o.type_name.clone()));
+        protected.push(Protected {
+            type_name: &rule.type_name,
+            paths: vec![rule.path.clone()],
+            granted,
+        });
+    }
+    protected
 }
 
 fn location(parsed: &Parsed, pos: layout::diag::Pos) -> String {
     format!("{}:{}:{}", parsed.source.name, pos.line, pos.column)
-}
-
-fn describe_origin(mapping: &DomainMapping, profile: &Profile) -> String {
-    match mapping.origin {
-        "store" => "the store's own type".to_owned(),
-        "runtime" => format!(
-            "the container runtime's domain in {}",
-            profile.name.as_str()
-        ),
-        "workload" => format!("the workload domain in {}", profile.name.as_str()),
-        "map" => "mapped with --map".to_owned(),
-        _ => "not in the store: declared here".to_owned(),
-    }
-}
-
-/// The store type each layout domain becomes.
-fn map_domains(
-    layout: &Layout,
-    facts: &Facts,
-    profile: &Profile,
-    maps: &[(String, String)],
-) -> Result<Vec<DomainMapping>, ModuleError> {
-    for (key, _) in maps {
-        if !layout.domains.iter().any(|d| &d.key == key) {
-            return Err(ModuleError::Mapping(format!(
-                "--map {key}=…: the layout has no domain `{key}`"
-            )));
-        }
-    }
-    let is_domain = |name: &str| facts.is_member(name, profile.domain_attribute);
-    let privileged = facts
-        .attributes
-        .get(profile.privileged_attribute)
-        .cloned()
-        .unwrap_or_default();
-    let mut mappings = Vec::new();
-    for (index, domain) in layout.domains.iter().enumerate() {
-        let runtime = domain
-            .transitions
-            .iter()
-            .any(|&t| layout.domain(t).workload);
-        let (store_type, origin) = if let Some((_, target)) =
-            maps.iter().find(|(key, _)| key == &domain.key)
-        {
-            let resolved = facts.resolve(target).unwrap_or(target).to_owned();
-            if !is_domain(&resolved) {
-                return Err(ModuleError::Mapping(format!(
-                    "--map {}={target}: the store has no domain `{target}`",
-                    domain.key
-                )));
-            }
-            (resolved, "map")
-        } else if let Some(resolved) = facts.resolve(&domain.type_name) {
-            if !is_domain(resolved) {
-                return Err(ModuleError::Mapping(format!(
-                    "domain `{}`: the store's `{}` is not a process domain; name another type or pass --map {}=TYPE",
-                    domain.key, domain.type_name, domain.key
-                )));
-            }
-            (resolved.to_owned(), "store")
-        } else if domain.workload && is_domain(profile.workload_type) {
-            (profile.workload_type.to_owned(), "workload")
-        } else if runtime && is_domain(profile.runtime_type) {
-            (profile.runtime_type.to_owned(), "runtime")
-        } else {
-            (domain.type_name.clone(), "declared")
-        };
-        if domain.workload && privileged.contains(&store_type) {
-            return Err(ModuleError::Mapping(format!(
-                "workload domain `{}` would run as `{store_type}`, a privileged container domain ({}): nothing can be protected from it",
-                domain.key, profile.privileged_attribute
-            )));
-        }
-        let _ = index;
-        mappings.push(DomainMapping {
-            key: domain.key.clone(),
-            layout_type: domain.type_name.clone(),
-            store_type,
-            origin,
-        });
-    }
-    Ok(mappings)
 }
 
 fn line_for_cil(line: &filecons::Line) -> FileconLine {
@@ -833,12 +1161,13 @@ fn store_note(path: &PathReport) -> Option<String> {
     })
 }
 
-/// secilc refused store + module: neverallow failures of our protections
-/// point at the manifest line that declared them.
-fn rejected(parsed: &Parsed, output: &str) -> ModuleError {
+/// secilc refused store + module, or broke the layout's neverallows:
+/// each points at the manifest line that declared its protection.
+fn rejected(parsed: &Parsed, failed: &[FailedNeverallow], output: &str) -> ModuleError {
     let workload = format!("{}_workload", parsed.layout.module);
-    let violations = secilc::violated_neverallows(output)
-        .into_iter()
+    let mut conditional_only = !failed.is_empty();
+    let violations = failed
+        .iter()
         .filter(|broken| broken.subject == workload)
         .filter_map(|broken| {
             let rule = parsed
@@ -846,20 +1175,52 @@ fn rejected(parsed: &Parsed, output: &str) -> ModuleError {
                 .paths
                 .iter()
                 .find(|r| r.protected && r.type_name == broken.target)?;
+            if !output.is_empty() && !only_conditional(output, broken) {
+                conditional_only = false;
+            }
             Some(Violation {
                 path: rule.path.clone(),
-                type_name: broken.target,
+                type_name: broken.target.clone(),
                 declared_at: location(parsed, rule.protected_pos.unwrap_or(rule.pos)),
                 location: layout::diag::Location::at(
                     &parsed.source.name,
                     rule.protected_pos.unwrap_or(rule.pos),
                 ),
-                offending: broken.offending,
+                offending: broken.offending.clone(),
             })
         })
-        .collect();
+        .collect::<Vec<_>>();
+    let hint = (conditional_only && !violations.is_empty() && !output.is_empty()).then(|| {
+        "every rule that breaks it sits in a `booleanif`: if grants only a boolean gives, while it \
+         is off by default, should not count as access, set `spec.store.booleanGrants: byDefault`"
+            .to_owned()
+    });
     ModuleError::Rejected {
         violations,
-        output: output.to_owned(),
+        hint,
+        output: if output.is_empty() {
+            "(the neverallows broken only by boolean grants include one that is on by default)"
+                .to_owned()
+        } else {
+            output.to_owned()
+        },
     }
+}
+
+/// Whether every rule secilc lists against `broken` sits in a `booleanif`.
+fn only_conditional(output: &str, broken: &FailedNeverallow) -> bool {
+    let marker = "neverallow check failed at ";
+    let Some(start) = output.find(&format!("{marker}{}", broken.at)) else {
+        return false;
+    };
+    let block = &output[start + marker.len()..];
+    let block = &block[..block.find(marker).unwrap_or(block.len())];
+    let count = |prefix: &str| {
+        block
+            .lines()
+            .filter(|line| line.trim_start().starts_with(prefix))
+            .count()
+    };
+    let allows = count("allow at ");
+    allows > 0 && count("booleanif at ") >= allows
 }

@@ -438,9 +438,11 @@ fn boot_services(
         .filter(|path| !tmpfs.iter().any(|top| is_within(path, top)))
         .filter(|path| !image.held.iter().any(|held| is_within(path, &held.path)))
         .collect();
+    // `-`: what a prune cannot empty (an immutable file, a mount placed
+    // below) is in the journal, and the boot goes on to apply.
     let prune_command = (!ephemeral.is_empty()).then(|| {
         format!(
-            "{SEMANIFEST} prune --layout {LAYOUT_FILE} {}",
+            "-{SEMANIFEST} prune --layout {LAYOUT_FILE} {}",
             ephemeral.join(" ")
         )
     });
@@ -489,7 +491,8 @@ fn boot_services(
             .set("Type", "oneshot")
             .set("RemainAfterExit", "yes");
         if let Some(pre) = &pre {
-            text.set("ExecStartPre", pre);
+            text.comment("Empties the ephemeral paths on disk; what it cannot empty is reported and does not stop the boot.")
+                .set("ExecStartPre", pre);
         }
         text.set("ExecStart", &exec);
         set.unit(name, text, &sysinit)?;

@@ -32,11 +32,6 @@ fn context(type_name: &str) -> String {
     format!("system_u:object_r:{type_name}:s0")
 }
 
-fn json(output: &std::process::Output) -> serde_json::Value {
-    serde_json::from_slice(&output.stdout)
-        .unwrap_or_else(|e| panic!("JSON: {e}\n{}{}", stdout_of(output), stderr_of(output)))
-}
-
 /// The file_contexts secilc writes for the default layout.
 fn file_contexts(arena: &Arena) -> PathBuf {
     let out = arena.outside().join("build");

@@ -366,3 +366,64 @@ pub fn layout_with_owners(arena: &Arena) -> PathBuf {
     fs::write(&path, text).expect("layout");
     path
 }
+
+/// A root with the default layout placed.
+pub fn placed(fs: Fs) -> Arena {
+    let arena = Arena::new(fs);
+    let output = arena.on_root("apply", &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr_of(&output));
+    arena
+}
+
+pub fn json(output: &Output) -> serde_json::Value {
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("JSON: {e}\n{}{}", stdout_of(output), stderr_of(output)))
+}
+
+/// SHA-256 of `path`'s tree, or `absent` when it does not exist.
+pub fn digest(path: &Path) -> String {
+    if fs::symlink_metadata(path).is_err() {
+        return "absent".to_owned();
+    }
+    tree_digest(path)
+}
+
+/// The names in a directory.
+pub fn names(dir: &Path) -> std::collections::BTreeSet<std::ffi::OsString> {
+    fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|entry| entry.expect("entry").file_name())
+        .collect()
+}
+
+/// Unmounts what the test mounted at `target`. The test's own thread
+/// must hold no fd below it: a child another test spawns meanwhile
+/// copies the process's fd table, and its copy keeps the mount busy
+/// until that child has exec'd and been scheduled again.
+pub fn umount(target: &Path) {
+    run(Command::new("umount").arg(target));
+}
+
+/// A copy of the sentinel etcd tree outside the root, labelled and owned
+/// as etcd's: what the controls attack instead of the sentinel itself.
+pub fn decoy(arena: &Arena, name: &str) -> PathBuf {
+    let decoy = arena.outside().join(name);
+    run(Command::new("cp")
+        .arg("-a")
+        .arg(arena.path("var/lib/etcd"))
+        .arg(&decoy));
+    for entry in walk(&decoy) {
+        set_label(&entry, ETCD_LABEL);
+    }
+    decoy
+}
+
+/// What a deleter that walks by path does to the contents of `dir`
+/// (`find DIR -mindepth 1 -delete`: no `-xdev`, and the path itself is
+/// taken as given): the naive implementation the controls run, in a
+/// child process (see [`umount`]).
+pub fn naive_empty(dir: &Path) {
+    run(Command::new("find")
+        .arg(dir)
+        .args(["-mindepth", "1", "-delete"]));
+}

@@ -9,7 +9,7 @@ use std::fs;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::Instant;
 
 use sha2::{Digest, Sha256};
@@ -18,30 +18,9 @@ use super::arena::*;
 
 const TRASH: &str = ".semanifest-trash";
 
-fn json(output: &Output) -> serde_json::Value {
-    serde_json::from_slice(&output.stdout)
-        .unwrap_or_else(|e| panic!("JSON: {e}\n{}{}", stdout_of(output), stderr_of(output)))
-}
-
-/// A root with the default layout placed.
-fn placed(fs_kind: Fs) -> Arena {
-    let arena = Arena::new(fs_kind);
-    let output = arena.on_root("apply", &[]);
-    assert_eq!(output.status.code(), Some(0), "{}", stderr_of(&output));
-    arena
-}
-
 /// A directory's own mode, owner and label.
 fn dir_state(path: &Path) -> (u32, (u32, u32), Option<String>) {
     (mode_of(path), owner_of(path), label_of(path))
-}
-
-/// The names in a directory.
-fn names(dir: &Path) -> BTreeSet<OsString> {
-    fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|entry| entry.expect("entry").file_name())
-        .collect()
 }
 
 fn names_of(list: &[&str]) -> BTreeSet<OsString> {
@@ -51,7 +30,7 @@ fn names_of(list: &[&str]) -> BTreeSet<OsString> {
 /// A varied tree below `dir`: nested directories, files of several sizes
 /// and modes, symlinks (dangling, relative, absolute), a hard link, a FIFO,
 /// a non-UTF-8 name, an empty directory. Returns the objects made.
-fn fill(dir: &Path, tag: &str) -> u64 {
+pub(super) fn fill(dir: &Path, tag: &str) -> u64 {
     let mut made = 0;
     fs::create_dir_all(dir.join("blobs/sha256")).expect("mkdir");
     fs::create_dir_all(dir.join("snapshots/1/fs/usr/bin")).expect("mkdir");
@@ -91,14 +70,6 @@ fn fill(dir: &Path, tag: &str) -> u64 {
     .expect("non-UTF-8");
     made += 6;
     made
-}
-
-/// SHA-256 of `top`'s tree, or of nothing when it does not exist.
-fn digest(path: &Path) -> String {
-    if fs::symlink_metadata(path).is_err() {
-        return "absent".to_owned();
-    }
-    tree_digest(path)
 }
 
 /// The declared paths whose trees a prune must leave alone.
@@ -963,6 +934,10 @@ fn bad_selections_are_refused_before_anything_changes() {
         (
             &["/var/lib/nope"][..],
             "/var/lib/nope: not a path of the layout",
+        ),
+        (
+            &["var/lib/containerd"][..],
+            "var/lib/containerd: a relative path; prune takes layout paths, which are absolute",
         ),
         (
             &["--lifecycle", "persistent"][..],

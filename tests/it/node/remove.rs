@@ -18,14 +18,6 @@ use super::arena::*;
 
 const MNT_LABEL: &str = "system_u:object_r:var_mnt_t:s0";
 
-/// A root with the default layout placed (`/var/mnt` labelled var_mnt_t).
-fn placed(fs_kind: Fs) -> Arena {
-    let arena = Arena::new(fs_kind);
-    let output = arena.on_root("apply", &[]);
-    assert!(output.status.success(), "{}", stderr_of(&output));
-    arena
-}
-
 /// `semanifest rm --root ROOT ARGS...`.
 fn rm(arena: &Arena, args: &[&OsStr]) -> Output {
     let mut all: Vec<&OsStr> = vec![OsStr::new("rm"), OsStr::new("--root")];
@@ -38,11 +30,6 @@ fn rm_paths(arena: &Arena, flags: &[&str], paths: &[&Path]) -> Output {
     let mut args: Vec<&OsStr> = flags.iter().map(OsStr::new).collect();
     args.extend(paths.iter().map(|p| p.as_os_str()));
     rm(arena, &args)
-}
-
-fn json(output: &Output) -> serde_json::Value {
-    serde_json::from_slice(&output.stdout)
-        .unwrap_or_else(|e| panic!("JSON: {e}\n{}{}", stdout_of(output), stderr_of(output)))
 }
 
 #[track_caller]
@@ -180,7 +167,13 @@ fn refusals_exit_2_with_their_message_and_remove_nothing() {
         ),
         (
             vec!["-r".into(), "relative/outside".into()],
-            "is outside the root",
+            "relative/outside: is a relative path; rm takes layout paths (/var/mnt/x, below \
+             --root)",
+        ),
+        // Relative even where it would name a removable path from /.
+        (
+            vec!["-r".into(), "var/mnt/dir".into()],
+            "var/mnt/dir: is a relative path",
         ),
         (
             vec![arena.path("var/mnt/dir").into()],

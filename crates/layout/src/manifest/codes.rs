@@ -33,6 +33,8 @@ code!(OWNER, "owner", LAYOUT_VALUE);
 code!(PROPAGATION, "propagation", LAYOUT_VALUE);
 code!(UNKNOWN_DOMAIN, "unknown-domain", LAYOUT_VALUE);
 code!(TMPFS_SIZE, "tmpfs-size", LAYOUT_VALUE);
+code!(STORE_OWNER, "store-owner", LAYOUT_VALUE);
+code!(BOOLEAN_GRANTS, "boolean-grants", LAYOUT_VALUE);
 code!(CAPACITY_LIMIT, "capacity-limit", LAYOUT_VALUE);
 code!(CAPACITY_INODES, "capacity-inodes", LAYOUT_VALUE);
 code!(MOUNT_OPTION, "mount-option", LAYOUT_VALUE);

@@ -24,7 +24,7 @@ use crate::model::Layout;
 /// The structured `/var` every node gets unless told otherwise.
 pub const DEFAULT_LAYOUT: &str = include_str!("../../../../layouts/structured-var.yaml");
 /// How the embedded layout is named in diagnostics.
-pub(crate) const DEFAULT_LAYOUT_NAME: &str = "<embedded default layout>";
+pub const DEFAULT_LAYOUT_NAME: &str = "<embedded default layout>";
 
 /// Manifests are small; anything larger is a mistake (or an attack on the
 /// parser), refused before parsing.

@@ -64,6 +64,24 @@ pub(crate) struct RawSpec {
     /// and `build --install-root` write).
     #[serde(default)]
     pub node: Option<RawNode>,
+    /// How the layout is built as one module for a distribution's policy
+    /// store (`build --target module`, `check --against`); the standalone
+    /// policy ignores it.
+    #[serde(default)]
+    pub store: Option<RawStore>,
+}
+
+/// Settings for `--target module`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawStore {
+    /// Whether a grant only a boolean gives counts as access to a protected
+    /// path: `always` (default: `setsebool` can turn it on) or `byDefault`
+    /// (only when the store's default turns it on; one off by default is
+    /// reported, not refused).
+    #[serde(default)]
+    #[schemars(schema_with = "schema::boolean_grants")]
+    pub boolean_grants: Option<Spanned<String>>,
 }
 
 /// How a node's systemd boots the layout.
@@ -213,6 +231,14 @@ pub(crate) struct RawPath {
     /// How the path is mounted.
     #[serde(default)]
     pub mount: Option<RawMount>,
+    /// Store domains that own the path on a distribution's policy
+    /// (`auditd_t` for /var/log/audit): with `--target module` each keeps,
+    /// on the path's type, every access the store gave it on the path's old
+    /// type, also when the path is protected. The standalone policy ignores
+    /// them.
+    #[serde(default)]
+    #[schemars(schema_with = "schema::type_names")]
+    pub store_owners: Vec<Spanned<String>>,
     /// A project quota on the subtree (ext4 with `-O quota,project`
     /// mounted `prjquota`, or XFS mounted `prjquota`): `semanifest apply`
     /// tags every object below with the path's project ID and sets the

@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use crate::model::capability::CAPABILITIES;
 use crate::model::host::HOST_CLASSES;
-use crate::model::{Capacity, Lifecycle, MountFlag, Propagation};
+use crate::model::{BooleanGrants, Capacity, Lifecycle, MountFlag, Propagation};
 
 /// The `apiVersion` this semanifest reads.
 pub(crate) const API_VERSION: &str = "semanifest.io/v1";
@@ -87,6 +87,19 @@ pub(super) fn flag(_: &mut SchemaGenerator) -> Schema {
 
 pub(super) fn type_name(_: &mut SchemaGenerator) -> Schema {
     json_schema!({ "type": "string", "pattern": TYPE_NAME_PATTERN })
+}
+
+pub(super) fn type_names(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "array",
+        "items": { "type": "string", "pattern": TYPE_NAME_PATTERN },
+        "uniqueItems": true,
+    })
+}
+
+pub(super) fn boolean_grants(_: &mut SchemaGenerator) -> Schema {
+    let names: Vec<&str> = BooleanGrants::ALL.iter().map(|(name, _)| *name).collect();
+    json_schema!({ "type": "string", "enum": names })
 }
 
 pub(super) fn path(_: &mut SchemaGenerator) -> Schema {

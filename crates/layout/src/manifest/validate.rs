@@ -7,15 +7,16 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use serde_saphyr::Spanned;
 
 use super::codes;
-use super::raw::{RawCapacity, RawDomain, RawLayout, RawNode, RawPath};
+use super::raw::{RawCapacity, RawDomain, RawLayout, RawNode, RawPath, RawStore};
 use super::schema::{self, API_VERSION, KIND};
 use super::BaseFacts;
 use crate::diag::{Code, Diagnostic, Pos};
 use crate::model::capability::{self, Capability, CAPABILITIES};
 use crate::model::host::{self, BeyondLabels, HOST_CLASSES};
 use crate::model::{
-    is_within, Access, AccessLevel, Capacity, Domain, HostGrant, Layout, Lifecycle, Mount,
-    MountFlag, NodeBoot, Owner, PathRule, Propagation, RuntimeUnit, Size,
+    is_within, Access, AccessLevel, BooleanGrants, Capacity, Domain, HostGrant, Layout, Lifecycle,
+    Mount, MountFlag, NodeBoot, Owner, PathRule, Propagation, RuntimeUnit, Size, StoreOptions,
+    StoreOwner,
 };
 
 fn pos(value: &Spanned<String>) -> Pos {
@@ -148,6 +149,7 @@ fn check_layout(raw: &RawLayout, checker: &mut Checker<'_>) -> Layout {
     check_unused_domains(&paths, &domains, checker);
     check_capacities(&paths, checker);
     let node = check_node(raw.spec.node.as_ref(), checker);
+    let store = check_store(raw.spec.store.as_ref(), checker);
 
     Layout {
         name: name.value.clone(),
@@ -156,7 +158,32 @@ fn check_layout(raw: &RawLayout, checker: &mut Checker<'_>) -> Layout {
         domains,
         paths,
         node,
+        store,
     }
+}
+
+/// `spec.store`: how the module target treats boolean-only grants.
+fn check_store(raw: Option<&RawStore>, checker: &mut Checker<'_>) -> StoreOptions {
+    let mut options = StoreOptions::default();
+    let Some(value) = raw.and_then(|r| r.boolean_grants.as_ref()) else {
+        return options;
+    };
+    match BooleanGrants::ALL
+        .iter()
+        .find(|(name, _)| *name == value.value)
+    {
+        Some((_, grants)) => options.boolean_grants = *grants,
+        None => {
+            checker
+                .error(
+                    &codes::BOOLEAN_GRANTS,
+                    pos(value),
+                    format!("unknown booleanGrants `{}`", value.value),
+                )
+                .help("one of: always (default), byDefault");
+        }
+    }
+    options
 }
 
 /// `spec.node`: runtime unit names, their commands, and kubens.
@@ -777,6 +804,34 @@ fn check_path(
         }
     }
 
+    let mut store_owners: Vec<StoreOwner> = Vec::new();
+    for owner in &raw.store_owners {
+        check_type_name(owner, checker);
+        if store_owners.iter().any(|o| o.type_name == owner.value) {
+            checker
+                .error(
+                    &codes::STORE_OWNER,
+                    pos(owner),
+                    format!("store owner `{}` is named twice", owner.value),
+                )
+                .help("name each store domain once");
+            continue;
+        }
+        if domain_types.contains(owner.value.as_str()) {
+            checker
+                .error(
+                    &codes::STORE_OWNER,
+                    pos(owner),
+                    format!("`{}` is a layout domain's type", owner.value),
+                )
+                .help("grant layout domains with `access`; `storeOwners` names the store's own domains (auditd_t)");
+            continue;
+        }
+        store_owners.push(StoreOwner {
+            type_name: owner.value.clone(),
+            pos: pos(owner),
+        });
+    }
     let capacity = raw
         .capacity
         .as_ref()
@@ -802,6 +857,7 @@ fn check_path(
             .as_ref()
             .filter(|p| p.value)
             .map(|p| pos_of(p, 4)),
+        store_owners,
     })
 }
 
@@ -1134,6 +1190,12 @@ fn check_shared_types(paths: &[PathRule], checker: &mut Checker<'_>) {
         }
         if earlier.lifecycle != rule.lifecycle {
             differs.push("lifecycle");
+        }
+        let owners = |r: &PathRule| -> BTreeSet<String> {
+            r.store_owners.iter().map(|o| o.type_name.clone()).collect()
+        };
+        if owners(earlier) != owners(rule) {
+            differs.push("store owners");
         }
         if !differs.is_empty() {
             checker

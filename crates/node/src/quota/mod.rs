@@ -204,9 +204,9 @@ pub fn filesystem_of(root: &Root, key: &str) -> Result<Filesystem, String> {
     let (dir, _) = nearest_dir(root, key)?;
     let meta = fsroot::Meta::of(dir.as_fd())
         .map_err(|errno| format!("{}: cannot stat: {}", key, describe(errno)))?;
-    let line = root
-        .mount_line(meta.mount)
-        .map_err(|error| error.to_string())?;
+    // Read after `dir` is open: the mount it is on stays listed.
+    let table = fsroot::MountTable::read().map_err(|error| error.to_string())?;
+    let mount = table.get(meta.mount);
     let state = match sys::project_state(dir.as_fd()) {
         Ok(state) => Some(state),
         Err(Errno::NOSYS) => None,
@@ -223,11 +223,11 @@ pub fn filesystem_of(root: &Root, key: &str) -> Result<Filesystem, String> {
             ))
         }
     };
-    Ok(match line {
-        Some(line) => Filesystem {
-            mount: EscapedPath(&line.point).to_string(),
-            fstype: line.fstype,
-            source: EscapedPath(&line.source).to_string(),
+    Ok(match mount {
+        Some(mount) => Filesystem {
+            mount: EscapedPath(&mount.point).to_string(),
+            fstype: mount.fstype.clone(),
+            source: EscapedPath(&mount.source).to_string(),
             state,
         },
         None => Filesystem {

@@ -1,0 +1,148 @@
+//! The proof of a build's protections: secilc checks every neverallow over
+//! store + module (+ `--include` files), whatever the store's
+//! `expand-check` says — once a probe has shown that this secilc enforces
+//! neverallows at all.
+//!
+//! A store with `expand-check=0` is installed without any neverallow
+//! check, and may break its own (Fedora's container-selinux breaks 13 of
+//! the base's): those are honoured as the store honours them, counted and
+//! reported, never a failure. The layout's own are always checked.
+
+use serde::Serialize;
+
+use policy::secilc::{self, FailedNeverallow, NeverallowProbe};
+
+/// What the proof established.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "result", rename_all = "kebab-case")]
+pub enum Proof {
+    /// secilc checked every neverallow; none of the layout's failed, or
+    /// only for grants a boolean that is off by default gives (listed in
+    /// the protections, with `booleanGrants: byDefault`).
+    Proven {
+        /// The store's own neverallows secilc found broken (and `--include`
+        /// files'): not checked by `semodule` either (`expand-check=0`).
+        store_violations: Vec<StoreViolation>,
+        /// Protected types whose neverallow failed only for boolean-off
+        /// grants.
+        boolean_only: Vec<String>,
+    },
+    /// The protections were not proven; `why` says why.
+    NotRun { why: String },
+}
+
+/// One of the store's neverallows that its own modules break.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StoreViolation {
+    /// `FILE:LINE` of the neverallow, in the copy compiled.
+    pub at: String,
+    /// `(neverallow SOURCE TARGET …)`, first two names.
+    pub neverallow: String,
+    /// How many rules break it.
+    pub rules: usize,
+}
+
+impl Proof {
+    pub fn is_proven(&self) -> bool {
+        matches!(self, Proof::Proven { .. })
+    }
+
+    /// One line for stderr and report.txt.
+    pub fn describe(&self, expand_check: bool) -> String {
+        match self {
+            Proof::Proven {
+                store_violations,
+                boolean_only,
+            } => {
+                let mut text =
+                    "proven by secilc over store + module: every neverallow checked".to_owned();
+                if !store_violations.is_empty() {
+                    let rules: usize = store_violations.iter().map(|v| v.rules).sum();
+                    text.push_str(&format!(
+                        "; the store's own neverallows fail {} time{} ({} rules): {}",
+                        store_violations.len(),
+                        plural(store_violations.len()),
+                        rules,
+                        if expand_check {
+                            "reported only"
+                        } else {
+                            "honoured as the store honours them (expand-check=0: semodule checks none), not a failure"
+                        }
+                    ));
+                }
+                if !boolean_only.is_empty() {
+                    text.push_str(&format!(
+                        "; {} reachable only through grants off by default (booleanGrants: byDefault)",
+                        boolean_only.join(", ")
+                    ));
+                }
+                text
+            }
+            Proof::NotRun { why } => format!("NOT PROVEN: the proof did not run: {why}"),
+        }
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// Why a probe's verdict means the proof cannot run, if it does.
+pub fn probe_failure(probe: &NeverallowProbe, secilc: &std::path::Path) -> Option<String> {
+    match probe {
+        NeverallowProbe::Enforced => None,
+        NeverallowProbe::Ignored => Some(format!(
+            "{} compiled a policy that breaks its own neverallow, so it enforces none; \
+             use a secilc that does (`apt-get install secilc`, or --secilc PATH)",
+            secilc.display()
+        )),
+        NeverallowProbe::Inconclusive { output } => Some(format!(
+            "{} gave no verdict on a probe policy with a known neverallow violation: {}",
+            secilc.display(),
+            output.trim()
+        )),
+    }
+}
+
+/// secilc's neverallow failures, split into the layout module's (by the
+/// file its neverallow is in) and every other's.
+pub fn split_failures(
+    output: &str,
+    module_file: &std::path::Path,
+) -> (Vec<FailedNeverallow>, Vec<StoreViolation>) {
+    let module_file = module_file.display().to_string();
+    let mut ours = Vec::new();
+    let mut theirs = Vec::new();
+    for failed in secilc::violated_neverallows(output) {
+        if failed.file() == module_file {
+            ours.push(failed);
+        } else {
+            theirs.push(StoreViolation {
+                neverallow: format!("(neverallow {} {} …)", failed.subject, failed.target),
+                rules: failed.offending.len(),
+                at: failed.at,
+            });
+        }
+    }
+    (ours, theirs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failures_split_by_the_file_of_the_neverallow() {
+        let output = "neverallow check failed at /w/modules/base.cil:10598\n  (neverallow base_typeattr_18 scsi_generic_device_t (blk_file (write)))\n    <root>\n    booleanif at /w/modules/container.cil:3810\n    true at /w/modules/container.cil:3811\n    allow at /w/modules/container.cil:3812\n      (allow container_domain device_node (blk_file (read write)))\n\nneverallow check failed at /w/predicted/m.cil:40\n  (neverallow m_workload etcd_var_t m_protected)\n    <root>\n    allow at leaky.cil:1\n      (allow container_t etcd_var_t (file (read)))\n";
+        let (ours, theirs) = split_failures(output, std::path::Path::new("/w/predicted/m.cil"));
+        assert_eq!(ours.len(), 1);
+        assert_eq!(ours[0].target, "etcd_var_t");
+        assert_eq!(theirs.len(), 1);
+        assert_eq!(theirs[0].at, "/w/modules/base.cil:10598");
+        assert_eq!(theirs[0].rules, 1);
+    }
+}
