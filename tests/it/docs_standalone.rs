@@ -75,10 +75,17 @@ fn no_file_points_outside_the_repository() {
         if path.ends_with(this_file) {
             continue;
         }
+        // The CI entry point may hand a fixture that lives beside the
+        // checkout to the tests, through an environment variable they
+        // read and say they skipped without; nothing else may.
+        let ci_entry = path.ends_with(".ci/run");
         let Ok(text) = fs::read_to_string(&path) else {
             continue;
         };
         for (index, line) in text.lines().enumerate() {
+            if ci_entry && line.contains("fixtures/") {
+                continue;
+            }
             if let Some(hit) = pattern.find(line) {
                 found.push(format!(
                     "{}:{}: {}",

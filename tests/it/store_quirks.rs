@@ -14,8 +14,8 @@ use std::process::{Command, Output};
 use crate::support::fc_oracle::{Answer, LibSelinux};
 use crate::support::store::{copy_of, refpolicy_store, semodule_install, store_dir};
 use crate::support::{run, run_ok, semanifest, stderr, stdout, tool};
-use selabel::FileKind;
 use layout::manifest::DEFAULT_LAYOUT;
+use selabel::FileKind;
 
 const MODULE: &str = "structured_var";
 const FC: &str = "etc/selinux/default/contexts/files/file_contexts";

@@ -18,9 +18,9 @@ use serde::Serialize;
 use super::conditions::Condition;
 use super::facts::Facts;
 use super::grade::Grade;
-use selabel::{FileContexts, FileKind};
 use layout::model::Layout;
 use policy::setools::AllowLine;
+use selabel::{FileContexts, FileKind};
 
 use super::filecons::Probe;
 

@@ -315,7 +315,7 @@ mod tests {
             BTreeSet::from(["entrypoint".into(), "read".into(), "write".into()])
         );
         assert_eq!(facts.resolve("sbin_t"), Some("bin_t"));
-        assert_eq!(facts.booleans["b_x"], true);
+        assert!(facts.booleans["b_x"]);
         assert_eq!(facts.resolve("svirt_lxc_net_t"), Some("container_t"));
         assert!(facts.holds("bin_t", "file_type"));
         assert_eq!(

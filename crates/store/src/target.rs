@@ -32,13 +32,13 @@ use super::proof::{self, Proof};
 use super::reach::{self, Leftover, Protected, ReachInputs};
 use super::workload_set::Workloads;
 use super::StoreError;
-use selabel::FileContexts;
 use layout::manifest::{BaseFacts, Parsed};
 use layout::model::{BooleanGrants, Layout};
 use policy::secilc::{self, FailedNeverallow};
 use policy::setools::{self, allow_lines, AllowLine, SetoolsError};
 use policy::store_module::{self, CopiedRule, FileconLine, StoreTarget};
 use policy::Violation;
+use selabel::FileContexts;
 
 /// How to build against a store.
 #[derive(Debug, Clone, Default)]

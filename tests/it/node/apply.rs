@@ -18,6 +18,22 @@ const PLACED: &[(&str, u32, &str)] = &[
     ("var/lib/kubelet/pki", 0o700, "kubelet_pki_t"),
     ("var/lib/kubelet/pods", 0o755, "kubelet_pods_t"),
     ("var/lib/containerd", 0o711, "containerd_var_t"),
+    (
+        "var/lib/containerd/io.containerd.snapshotter.v1.overlayfs",
+        0o700,
+        "container_file_t",
+    ),
+    // Undeclared, on the way to the sandboxes: labelled as its parent.
+    (
+        "var/lib/containerd/io.containerd.grpc.v1.cri",
+        0o755,
+        "containerd_var_t",
+    ),
+    (
+        "var/lib/containerd/io.containerd.grpc.v1.cri/sandboxes",
+        0o700,
+        "container_file_t",
+    ),
     ("var/lib/cni", 0o755, "cni_var_t"),
     ("var/log", 0o755, "var_log_t"),
     ("var/log/pods", 0o755, "pods_log_t"),

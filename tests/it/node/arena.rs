@@ -396,6 +396,41 @@ pub fn names(dir: &Path) -> std::collections::BTreeSet<std::ffi::OsString> {
         .collect()
 }
 
+/// The declared paths below `/var/lib/containerd`: cache like it and not
+/// protected, so a prune of it empties them and keeps them (with the
+/// undeclared directory on the way to the sandboxes).
+pub const CONTAINERD_NESTED: [&str; 2] = [
+    "var/lib/containerd/io.containerd.snapshotter.v1.overlayfs",
+    "var/lib/containerd/io.containerd.grpc.v1.cri/sandboxes",
+];
+
+/// What `/var/lib/containerd` holds once emptied, besides `others`: the
+/// ways to its declared paths.
+pub fn containerd_names(others: &[&str]) -> std::collections::BTreeSet<std::ffi::OsString> {
+    [
+        "io.containerd.grpc.v1.cri",
+        "io.containerd.snapshotter.v1.overlayfs",
+    ]
+    .iter()
+    .chain(others)
+    .map(std::ffi::OsString::from)
+    .collect()
+}
+
+/// `/var/lib/containerd` emptied: nothing left in it but its declared
+/// paths, each empty, and the directory on the way to one.
+pub fn assert_containerd_emptied(arena: &Arena) {
+    let containerd = arena.path("var/lib/containerd");
+    assert_eq!(names(&containerd), containerd_names(&[]));
+    assert_eq!(
+        names(&containerd.join("io.containerd.grpc.v1.cri")),
+        ["sandboxes"].map(std::ffi::OsString::from).into()
+    );
+    for rel in CONTAINERD_NESTED {
+        assert!(names(&arena.path(rel)).is_empty(), "{rel} emptied");
+    }
+}
+
 /// Unmounts what the test mounted at `target`. The test's own thread
 /// must hold no fd below it: a child another test spawns meanwhile
 /// copies the process's fd table, and its copy keeps the mount busy

@@ -150,7 +150,7 @@ fn chains_under_the_limit(depth: usize) {
     let report = json(&output);
     assert_eq!(report["objects"], depth as u64 + 1, "{report:#}");
     assert_eq!(report["targets"][0]["complete"], true);
-    assert!(names(&containerd).is_empty());
+    assert_containerd_emptied(&arena);
 
     let deep = arena.path("var/mnt/deep");
     std::fs::create_dir(&deep).expect("mkdir");
@@ -185,7 +185,7 @@ fn a_comb_deeper_than_the_fd_window_is_deleted_and_counted_exactly() {
             let output = limited(&arena, limit, "prune", &args);
             assert_eq!(output.status.code(), Some(0), "{}", stderr_of(&output));
             assert_eq!(json(&output)["objects"], made, "{limit}");
-            assert!(names(&containerd).is_empty());
+            assert_containerd_emptied(&arena);
 
             let tree = arena.path("var/mnt/comb");
             std::fs::create_dir(&tree).expect("mkdir");

@@ -125,11 +125,18 @@ fn corrupt_containerd_on_a_control_plane_node() {
     for fs_kind in BOTH {
         let arena = placed(fs_kind);
         let containerd = arena.path("var/lib/containerd");
-        let made = fill(&containerd, "c");
+        let mut made = fill(&containerd, "c");
         links_into_etcd(&arena, &containerd);
+        for rel in CONTAINERD_NESTED {
+            made += fill(&arena.path(rel), "n");
+        }
         fill(&arena.path("var/mnt"), "m");
         fill(&arena.path("var/lib/kubelet/pods"), "p");
         let state = dir_state(&containerd);
+        let nested_states: Vec<_> = CONTAINERD_NESTED
+            .iter()
+            .map(|rel| dir_state(&arena.path(rel)))
+            .collect();
         let others = [
             "var/mnt",
             "var/lib/kubelet",
@@ -144,18 +151,43 @@ fn corrupt_containerd_on_a_control_plane_node() {
         let output = arena.on_root("prune", &["/var/lib/containerd", "--json"]);
         assert_eq!(output.status.code(), Some(0), "{}", stderr_of(&output));
         let report = json(&output);
-        assert_eq!(report["targets"].as_array().map(Vec::len), Some(1));
-        let target = &report["targets"][0];
-        assert_eq!(target["layout_path"], "/var/lib/containerd");
-        assert_eq!(target["reason"], "named");
-        assert_eq!(target["lifecycle"], "cache");
-        assert_eq!(target["complete"], true);
+        // The declared paths below, cache too, are emptied with it.
+        let targets: Vec<(&str, &str)> = report["targets"]
+            .as_array()
+            .expect("targets")
+            .iter()
+            .map(|t| {
+                assert_eq!(t["lifecycle"], "cache");
+                assert_eq!(t["complete"], true);
+                (
+                    t["layout_path"].as_str().expect("path"),
+                    t["reason"].as_str().expect("reason"),
+                )
+            })
+            .collect();
+        assert_eq!(
+            targets,
+            [
+                ("/var/lib/containerd", "named"),
+                (
+                    "/var/lib/containerd/io.containerd.grpc.v1.cri/sandboxes",
+                    "nested"
+                ),
+                (
+                    "/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs",
+                    "nested"
+                ),
+            ]
+        );
         // fill's objects, the six links and a/, a/b, a/b/c.
         assert_eq!(report["objects"], made + 9, "{report:#}");
         assert!(report["bytes"].as_u64().expect("bytes") > 0, "{report:#}");
 
-        assert!(names(&containerd).is_empty(), "emptied, trash gone");
+        assert_containerd_emptied(&arena);
         assert_eq!(dir_state(&containerd), state, "the directory itself kept");
+        for (rel, state) in CONTAINERD_NESTED.iter().zip(&nested_states) {
+            assert_eq!(&dir_state(&arena.path(rel)), state, "{rel} kept");
+        }
         assert_eq!(digests(&arena, &others), before, "nothing else changed");
         arena.finish();
     }
@@ -173,6 +205,8 @@ fn upgrade_prunes_cache_keeping_var_mnt_and_etcd() {
     set_label(&run, "system_u:object_r:var_run_t:s0");
     for rel in [
         "var/lib/containerd",
+        CONTAINERD_NESTED[0],
+        CONTAINERD_NESTED[1],
         "var/system/overlays",
         "var/mnt",
         "var/run",
@@ -190,7 +224,13 @@ fn upgrade_prunes_cache_keeping_var_mnt_and_etcd() {
         "etc",
     ];
     let before = digests(&arena, &kept);
-    let states: Vec<_> = ["var/lib/containerd", "var/system/overlays"]
+    let emptied = [
+        "var/lib/containerd",
+        CONTAINERD_NESTED[0],
+        CONTAINERD_NESTED[1],
+        "var/system/overlays",
+    ];
+    let states: Vec<_> = emptied
         .iter()
         .map(|rel| dir_state(&arena.path(rel)))
         .collect();
@@ -212,7 +252,15 @@ fn upgrade_prunes_cache_keeping_var_mnt_and_etcd() {
         .iter()
         .map(|t| t["layout_path"].as_str().expect("path"))
         .collect();
-    assert_eq!(pruned, ["/var/lib/containerd", "/var/system/overlays"]);
+    assert_eq!(
+        pruned,
+        [
+            "/var/lib/containerd",
+            "/var/lib/containerd/io.containerd.grpc.v1.cri/sandboxes",
+            "/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs",
+            "/var/system/overlays"
+        ]
+    );
     assert_eq!(
         report["objects"], dry["objects"],
         "the dry run counted right"
@@ -224,11 +272,9 @@ fn upgrade_prunes_cache_keeping_var_mnt_and_etcd() {
         "{dry:#}\n{report:#}"
     );
     assert!(dry["bytes"].as_u64() > Some(0), "{dry:#}");
-    for (rel, state) in ["var/lib/containerd", "var/system/overlays"]
-        .iter()
-        .zip(&states)
-    {
-        assert!(names(&arena.path(rel)).is_empty(), "{rel}");
+    assert_containerd_emptied(&arena);
+    assert!(names(&arena.path("var/system/overlays")).is_empty());
+    for (rel, state) in emptied.iter().zip(&states) {
         assert_eq!(&dir_state(&arena.path(rel)), state, "{rel}");
     }
     assert_eq!(digests(&arena, &kept), before, "/var/mnt and the rest kept");
@@ -345,10 +391,10 @@ fn symlinks_into_etcd_are_never_followed_at_any_position() {
         links_into_etcd(&arena, &containerd);
         let output = arena.on_root("prune", &["/var/lib/containerd"]);
         assert_eq!(output.status.code(), Some(0), "{}", stderr_of(&output));
-        assert!(names(&containerd).is_empty());
+        assert_containerd_emptied(&arena);
 
-        // The pruned path itself.
-        fs::remove_dir(&containerd).expect("rmdir");
+        // The pruned path itself (its declared paths, emptied, go too).
+        fs::remove_dir_all(&containerd).expect("rm");
         symlink("etcd", &containerd).expect("symlink");
         assert!(
             fs::read_dir(&containerd).is_ok(),
@@ -482,7 +528,7 @@ fn a_bind_mount_below_a_pruned_path_is_named_and_untouched() {
         // Only the ways to the mounts are left.
         assert_eq!(
             names(&containerd),
-            names_of(&["blobs", "outside", "snapshots"])
+            containerd_names(&["blobs", "outside", "snapshots"])
         );
         assert_eq!(names(&containerd.join("blobs")), names_of(&["db"]));
         assert_eq!(names(&containerd.join("snapshots")), names_of(&["1"]));
@@ -496,7 +542,7 @@ fn a_bind_mount_below_a_pruned_path_is_named_and_untouched() {
         }
         let output = arena.on_root("prune", &["/var/lib/containerd"]);
         assert_eq!(output.status.code(), Some(0), "{}", stderr_of(&output));
-        assert!(names(&containerd).is_empty());
+        assert_containerd_emptied(&arena);
         assert_eq!(digest(&outside), victim);
         arena.finish();
     }
@@ -512,11 +558,15 @@ fn non_utf8_names_are_pruned_and_reported_escaped() {
         fs::create_dir_all(&dir).expect("mkdir");
         fs::write(dir.join(OsStr::from_bytes(name)), name).expect("file");
     }
-    assert_eq!(names(&containerd).len(), weird.len(), "control: all made");
+    assert_eq!(
+        names(&containerd).len(),
+        containerd_names(&[]).len() + weird.len(),
+        "control: all made"
+    );
     let output = arena.on_root("prune", &["/var/lib/containerd", "--json"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr_of(&output));
     assert_eq!(json(&output)["objects"], 2 * weird.len());
-    assert!(names(&containerd).is_empty());
+    assert_containerd_emptied(&arena);
     arena.finish();
 }
 
@@ -569,7 +619,7 @@ fn a_tree_deeper_than_path_max_is_pruned() {
         let output = arena.on_root("prune", &["/var/lib/containerd", "--json"]);
         assert_eq!(output.status.code(), Some(0), "{}", stderr_of(&output));
         assert_eq!(json(&output)["objects"], 2 * levels as u64);
-        assert!(names(&containerd).is_empty());
+        assert_containerd_emptied(&arena);
         arena.finish();
     }
 }
@@ -598,7 +648,7 @@ fn a_read_only_filesystem_is_reported_and_left_alone() {
     arena.mount(&[OsStr::new("-o"), OsStr::new("remount,rw")], &root);
     let output = arena.on_root("prune", &["--lifecycle", "cache"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr_of(&output));
-    assert!(names(&containerd).is_empty());
+    assert_containerd_emptied(&arena);
     arena.finish();
 }
 
@@ -669,7 +719,7 @@ fn permission_errors_are_reported_and_the_rest_pruned() {
     ] {
         assert!(stderr.contains(&line), "{line}\n{stderr}");
     }
-    assert_eq!(names(&containerd), names_of(&["locked", TRASH]));
+    assert_eq!(names(&containerd), containerd_names(&["locked", TRASH]));
     // Control: once mutable, a rerun empties the trash left behind too.
     run(Command::new("chattr")
         .arg("-i")
@@ -684,7 +734,7 @@ fn permission_errors_are_reported_and_the_rest_pruned() {
         report["targets"][0]["leftover_objects"].as_u64() >= Some(6),
         "{report:#}"
     );
-    assert!(names(&containerd).is_empty());
+    assert_containerd_emptied(&arena);
     arena.finish();
 }
 
@@ -788,8 +838,11 @@ fn large_tree(dir: &Path) -> Entries {
             symlink("../../../etcd", leaf.join("link")).expect("symlink");
         }
     }
+    // Not the ways to the declared paths below: they stay, emptied.
+    let kept = containerd_names(&[]);
     names(dir)
         .into_iter()
+        .filter(|name| !kept.contains(name))
         .map(|name| {
             let entry = objects(&dir.join(&name));
             (name, entry)
@@ -799,13 +852,14 @@ fn large_tree(dir: &Path) -> Entries {
 
 /// What a killed prune may leave: each entry in place and whole, or in
 /// the trash (under its own name) with what is left of it unchanged; while
-/// any entry is still in place none has been deleted. `Ok` says where the
-/// kill landed.
+/// any entry is still in place none has been deleted (the ways to the
+/// declared paths below stay). `Ok` says where the kill landed.
 fn check_crash_state(dir: &Path, original: &Entries) -> Result<String, String> {
     let trash = dir.join(TRASH);
+    let kept = containerd_names(&[]);
     let mut in_place = BTreeSet::new();
     for name in names(dir) {
-        if name == TRASH {
+        if name == TRASH || kept.contains(&name) {
             continue;
         }
         let Some(objects_then) = original.get(&name) else {
@@ -869,7 +923,7 @@ fn a_prune_killed_at_random_points_loses_nothing_and_a_rerun_completes_it() {
     let output = arena.on_root("prune", &["/var/lib/containerd"]);
     let full = started.elapsed();
     assert_eq!(output.status.code(), Some(0), "{}", stderr_of(&output));
-    assert!(names(&containerd).is_empty());
+    assert_containerd_emptied(&arena);
 
     let mut seed = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -914,7 +968,7 @@ fn a_prune_killed_at_random_points_loses_nothing_and_a_rerun_completes_it() {
         }
         let output = arena.on_root("prune", &["/var/lib/containerd"]);
         assert_eq!(output.status.code(), Some(0), "{}", stderr_of(&output));
-        assert!(names(&containerd).is_empty(), "round {round}: completed");
+        assert_containerd_emptied(&arena);
     }
     eprintln!("kill points: {landed:#?}");
     assert_eq!(
@@ -1010,7 +1064,13 @@ fn the_json_report_is_the_documented_one() {
     assert_eq!(seen, documented, "fields and docs/prune-json.md agree");
     let kept = &report["targets"][0]["kept"];
     assert_eq!(kept, &serde_json::json!([]));
-    let kept = &report["targets"][1]["kept"][0];
+    let kubelet = report["targets"]
+        .as_array()
+        .expect("targets")
+        .iter()
+        .find(|t| t["layout_path"] == "/var/lib/kubelet")
+        .expect("the kubelet target");
+    let kept = &kubelet["kept"][0];
     let keys: BTreeSet<&str> = kept
         .as_object()
         .expect("kept")
@@ -1079,7 +1139,7 @@ fn a_swapper_racing_prune_never_leads_it_into_etcd() {
             other => panic!("{other:?}: {}", stderr_of(&output)),
         }
         assert_eq!(arena.sentinel_digest(), sentinel, "etcd changed");
-        if !names(&containerd).is_empty() {
+        if names(&containerd) != containerd_names(&[]) {
             let output = arena.on_root("prune", &["/var/lib/containerd"]);
             assert_eq!(output.status.code(), Some(0), "{}", stderr_of(&output));
         }
