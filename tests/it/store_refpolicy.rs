@@ -307,14 +307,15 @@ fn merged_lookups_give_the_layout_types_and_libselinux_agrees() {
             );
         }
     }
-    // Refinements of unprotected paths stay the store's: image layers.
-    let layers = libselinux.lookup(
-        b"/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs/snapshots/1/fs",
+    // Refinements of unprotected paths the layout does not declare stay
+    // the store's: a pod's shared memory below containerd's run directory.
+    let shm = libselinux.lookup(
+        b"/run/containerd/io.containerd.grpc.v1.cri/sandboxes/1/shm",
         FileKind::Dir,
     );
     assert_eq!(
-        layers,
-        Answer::Label("system_u:object_r:container_ro_file_t:s0".into())
+        shm,
+        Answer::Label("system_u:object_r:container_engine_tmpfs_t:s0".into())
     );
     // Our engine answers every key of the merged file like libselinux.
     // (The predicted file is byte-identical to this one, see above.)
