@@ -17,6 +17,22 @@ const PLACED: &[(&str, u32, &str)] = &[
     ("var/lib/kubelet", 0o700, "kubelet_var_t"),
     ("var/lib/kubelet/pki", 0o700, "kubelet_pki_t"),
     ("var/lib/kubelet/pods", 0o755, "kubelet_pods_t"),
+    ("var/lib/kubelet/plugins", 0o755, "kubelet_plugins_t"),
+    (
+        "var/lib/kubelet/plugins_registry",
+        0o755,
+        "kubelet_plugins_registry_t",
+    ),
+    (
+        "var/lib/kubelet/device-plugins",
+        0o755,
+        "kubelet_device_plugins_t",
+    ),
+    (
+        "var/lib/kubelet/pod-resources",
+        0o755,
+        "kubelet_pod_resources_t",
+    ),
     ("var/lib/containerd", 0o711, "containerd_var_t"),
     (
         "var/lib/containerd/io.containerd.snapshotter.v1.overlayfs",

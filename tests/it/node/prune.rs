@@ -325,6 +325,19 @@ fn nested_paths_follow_their_lifecycle_and_protection() {
         targets,
         [
             ("/var/lib/kubelet".to_owned(), "named".to_owned()),
+            (
+                "/var/lib/kubelet/device-plugins".to_owned(),
+                "nested".to_owned()
+            ),
+            ("/var/lib/kubelet/plugins".to_owned(), "nested".to_owned()),
+            (
+                "/var/lib/kubelet/plugins_registry".to_owned(),
+                "nested".to_owned()
+            ),
+            (
+                "/var/lib/kubelet/pod-resources".to_owned(),
+                "nested".to_owned()
+            ),
             ("/var/lib/kubelet/pods".to_owned(), "nested".to_owned()),
             ("/var/log".to_owned(), "named".to_owned()),
             ("/var/log/pods".to_owned(), "nested".to_owned()),
@@ -336,8 +349,24 @@ fn nested_paths_follow_their_lifecycle_and_protection() {
     );
     assert_eq!(
         names(&arena.path("var/lib/kubelet")),
-        names_of(&["pki", "pods"])
+        names_of(&[
+            "device-plugins",
+            "pki",
+            "plugins",
+            "plugins_registry",
+            "pod-resources",
+            "pods"
+        ])
     );
+    for nested in [
+        "device-plugins",
+        "plugins",
+        "plugins_registry",
+        "pod-resources",
+    ] {
+        let path = arena.path(&format!("var/lib/kubelet/{nested}"));
+        assert!(names(&path).is_empty(), "{nested}");
+    }
     assert!(names(&arena.path("var/lib/kubelet/pods")).is_empty());
     assert_eq!(dir_state(&arena.path("var/lib/kubelet/pods")), pods_state);
     assert_eq!(digest(&arena.path("var/lib/kubelet/pki")), pki);
