@@ -57,10 +57,10 @@ fn types(grants: &[Grant]) -> String {
     cells.join(", ")
 }
 
-fn store(grants: StoreGrants) -> String {
-    match grants {
-        StoreGrants::Types(grants) => types(grants),
-        StoreGrants::Declared => "declared".to_owned(),
+fn store(class: &HostClass, grants: StoreGrants) -> String {
+    match class.store_types(grants) {
+        Some(grants) => types(grants),
+        None => "declared".to_owned(),
     }
 }
 
@@ -74,8 +74,8 @@ fn docs_list_every_class_as_the_table_holds_it() {
             host_paths(class),
             class.levels.join(", "),
             types(class.standalone),
-            store(class.refpolicy),
-            store(class.container_selinux),
+            store(class, class.refpolicy),
+            store(class, class.container_selinux),
         ];
         assert_eq!(&cells[..6], &expected, "the row of `{}`", class.name);
     }

@@ -169,6 +169,9 @@ pub enum Grant {
 pub enum StoreGrants {
     /// The store's own types.
     Types(&'static [Grant]),
+    /// The store names these paths with the base policy's types: the
+    /// standalone grants hold as they are.
+    AsStandalone,
     /// The store has no type for these paths alone (it labels them with a
     /// type it shares with others, such as `etc_t`): the module declares
     /// the standalone file types itself and labels the class's paths with
@@ -216,6 +219,16 @@ pub enum BeyondLabels {
 }
 
 impl HostClass {
+    /// The types `store` (one of this class's store grants) grants;
+    /// `None` where the module declares the standalone types itself.
+    pub fn store_types(&self, store: StoreGrants) -> Option<&'static [Grant]> {
+        match store {
+            StoreGrants::Types(grants) => Some(grants),
+            StoreGrants::AsStandalone => Some(self.standalone),
+            StoreGrants::Declared => None,
+        }
+    }
+
     /// Whether the layout may grant `level` (a manifest level name).
     pub fn admits(&self, level: &str) -> bool {
         self.levels.contains(&level)
@@ -281,11 +294,8 @@ pub static HOST_CLASSES: &[HostClass] = &[
         ],
         levels: READ_WRITE,
         standalone: &[Grant::Device("fixed_disk_device_t", DeviceClass::Block)],
-        refpolicy: StoreGrants::Types(&[Grant::Device("fixed_disk_device_t", DeviceClass::Block)]),
-        container_selinux: StoreGrants::Types(&[Grant::Device(
-            "fixed_disk_device_t",
-            DeviceClass::Block,
-        )]),
+        refpolicy: StoreGrants::AsStandalone,
+        container_selinux: StoreGrants::AsStandalone,
         beyond_labels: Some(BeyondLabels::RawDisk),
     },
     HostClass {
@@ -303,24 +313,8 @@ pub static HOST_CLASSES: &[HostClass] = &[
                 from: "write",
             },
         ],
-        refpolicy: StoreGrants::Types(&[
-            Grant::Files("bpf_t"),
-            Grant::OnSelf { class: "bpf", perms: "map_read", from: "read" },
-            Grant::OnSelf {
-                class: "bpf",
-                perms: "map_create map_write prog_load prog_run",
-                from: "write",
-            },
-        ]),
-        container_selinux: StoreGrants::Types(&[
-            Grant::Files("bpf_t"),
-            Grant::OnSelf { class: "bpf", perms: "map_read", from: "read" },
-            Grant::OnSelf {
-                class: "bpf",
-                perms: "map_create map_write prog_load prog_run",
-                from: "write",
-            },
-        ]),
+        refpolicy: StoreGrants::AsStandalone,
+        container_selinux: StoreGrants::AsStandalone,
         beyond_labels: None,
     },
     HostClass {
@@ -330,8 +324,8 @@ pub static HOST_CLASSES: &[HostClass] = &[
         paths: &[subtree("/sys/fs/cgroup")],
         levels: READ,
         standalone: &[Grant::Files("cgroup_t")],
-        refpolicy: StoreGrants::Types(&[Grant::Files("cgroup_t")]),
-        container_selinux: StoreGrants::Types(&[Grant::Files("cgroup_t")]),
+        refpolicy: StoreGrants::AsStandalone,
+        container_selinux: StoreGrants::AsStandalone,
         beyond_labels: None,
     },
     HostClass {
@@ -395,14 +389,8 @@ pub static HOST_CLASSES: &[HostClass] = &[
             Grant::Device("fuse_device_t", DeviceClass::Char),
             Grant::Mount("fusefs_t"),
         ],
-        refpolicy: StoreGrants::Types(&[
-            Grant::Device("fuse_device_t", DeviceClass::Char),
-            Grant::Mount("fusefs_t"),
-        ]),
-        container_selinux: StoreGrants::Types(&[
-            Grant::Device("fuse_device_t", DeviceClass::Char),
-            Grant::Mount("fusefs_t"),
-        ]),
+        refpolicy: StoreGrants::AsStandalone,
+        container_selinux: StoreGrants::AsStandalone,
         beyond_labels: None,
     },
     HostClass {
@@ -457,22 +445,8 @@ pub static HOST_CLASSES: &[HostClass] = &[
             },
             Grant::OnSelf { class: "capability2", perms: "syslog", from: "read" },
         ],
-        refpolicy: StoreGrants::Types(&[
-            Grant::Device("kmsg_device_t", DeviceClass::Char),
-            Grant::System {
-                target: "kernel_t",
-                perms: "syslog_read",
-            },
-            Grant::OnSelf { class: "capability2", perms: "syslog", from: "read" },
-        ]),
-        container_selinux: StoreGrants::Types(&[
-            Grant::Device("kmsg_device_t", DeviceClass::Char),
-            Grant::System {
-                target: "kernel_t",
-                perms: "syslog_read",
-            },
-            Grant::OnSelf { class: "capability2", perms: "syslog", from: "read" },
-        ]),
+        refpolicy: StoreGrants::AsStandalone,
+        container_selinux: StoreGrants::AsStandalone,
         beyond_labels: None,
     },
     HostClass {
@@ -482,11 +456,8 @@ pub static HOST_CLASSES: &[HostClass] = &[
         paths: &[DEV, exact("/dev/kvm", ObjectKind::CharDevice)],
         levels: WRITE,
         standalone: &[Grant::Device("kvm_device_t", DeviceClass::Char)],
-        refpolicy: StoreGrants::Types(&[Grant::Device("kvm_device_t", DeviceClass::Char)]),
-        container_selinux: StoreGrants::Types(&[Grant::Device(
-            "kvm_device_t",
-            DeviceClass::Char,
-        )]),
+        refpolicy: StoreGrants::AsStandalone,
+        container_selinux: StoreGrants::AsStandalone,
         beyond_labels: None,
     },
     HostClass {
@@ -501,18 +472,8 @@ pub static HOST_CLASSES: &[HostClass] = &[
             Grant::Mount("nfs_t"),
             Grant::MountContext("container_file_t"),
         ],
-        refpolicy: StoreGrants::Types(&[
-            Grant::Mount("fs_t"),
-            Grant::Mount("tmpfs_t"),
-            Grant::Mount("nfs_t"),
-            Grant::MountContext("container_file_t"),
-        ]),
-        container_selinux: StoreGrants::Types(&[
-            Grant::Mount("fs_t"),
-            Grant::Mount("tmpfs_t"),
-            Grant::Mount("nfs_t"),
-            Grant::MountContext("container_file_t"),
-        ]),
+        refpolicy: StoreGrants::AsStandalone,
+        container_selinux: StoreGrants::AsStandalone,
         beyond_labels: None,
     },
     HostClass {
@@ -522,8 +483,8 @@ pub static HOST_CLASSES: &[HostClass] = &[
         paths: &[subtree("/proc/sys/net")],
         levels: READ_WRITE,
         standalone: &[Grant::Files("sysctl_net_t")],
-        refpolicy: StoreGrants::Types(&[Grant::Files("sysctl_net_t")]),
-        container_selinux: StoreGrants::Types(&[Grant::Files("sysctl_net_t")]),
+        refpolicy: StoreGrants::AsStandalone,
+        container_selinux: StoreGrants::AsStandalone,
         beyond_labels: None,
     },
     HostClass {
@@ -559,8 +520,8 @@ pub static HOST_CLASSES: &[HostClass] = &[
         paths: &[subtree("/sys")],
         levels: READ,
         standalone: &[Grant::Files("sysfs_t")],
-        refpolicy: StoreGrants::Types(&[Grant::Files("sysfs_t")]),
-        container_selinux: StoreGrants::Types(&[Grant::Files("sysfs_t")]),
+        refpolicy: StoreGrants::AsStandalone,
+        container_selinux: StoreGrants::AsStandalone,
         beyond_labels: None,
     },
     HostClass {
@@ -573,14 +534,8 @@ pub static HOST_CLASSES: &[HostClass] = &[
             Grant::Device("tun_tap_device_t", DeviceClass::Char),
             Grant::OnSelf { class: "tun_socket", perms: "create attach_queue", from: "write" },
         ],
-        refpolicy: StoreGrants::Types(&[
-            Grant::Device("tun_tap_device_t", DeviceClass::Char),
-            Grant::OnSelf { class: "tun_socket", perms: "create attach_queue", from: "write" },
-        ]),
-        container_selinux: StoreGrants::Types(&[
-            Grant::Device("tun_tap_device_t", DeviceClass::Char),
-            Grant::OnSelf { class: "tun_socket", perms: "create attach_queue", from: "write" },
-        ]),
+        refpolicy: StoreGrants::AsStandalone,
+        container_selinux: StoreGrants::AsStandalone,
         beyond_labels: None,
     },
     HostClass {
@@ -672,7 +627,7 @@ mod tests {
                 kinds
             };
             for store in [class.refpolicy, class.container_selinux] {
-                if let StoreGrants::Types(grants) = store {
+                if let Some(grants) = class.store_types(store) {
                     assert_eq!(
                         same_shape(grants),
                         same_shape(class.standalone),
