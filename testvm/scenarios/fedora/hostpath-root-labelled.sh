@@ -5,7 +5,8 @@
 # Fedora's file_contexts.subs_dist aliases /var/mnt to /mnt, so the module
 # labels the hostPath root through its alias. A pod (container_t at
 # s0:c3,c4) with /var/mnt as its hostPath volume writes x there, and the
-# file it made is var_mnt_t (the store decides its level: s0 here).
+# file it made is var_mnt_t (at the directory's level, s0: the store
+# has `default_range file target low`).
 rm -f /var/mnt/x
 pod_run crun s0:c3,c4 /var/mnt:/host/mnt:rw '"/bin/checks", "write", "echo pod-wrote >/host/mnt/x && cat /host/mnt/x"'
 check_line write || { rc=none out=$pod_out; }
