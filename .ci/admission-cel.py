@@ -15,8 +15,9 @@ engine (cel-python, .ci/python-requirements.txt), as the API server would.
       failurePolicy: Fail then refuses the object too).
 
 Variables are evaluated in order and bound as `variables.NAME`, as the API
-server binds them; nulls are dropped from objects first, as the API server
-drops them when it decodes a request.
+server binds them, and `request` holds the request's kind, name, namespace
+and operation (CREATE); nulls are dropped from objects first, as the API
+server drops them when it decodes a request.
 """
 
 import json
@@ -93,12 +94,28 @@ def run(program, activation):
     return result, None
 
 
+def request_of(obj):
+    """The admission request's attributes that the policy reads."""
+    metadata = obj.get("metadata", {})
+    group, _, version = obj.get("apiVersion", "").rpartition("/")
+    return celpy.json_to_cel(
+        {
+            "kind": {"group": group, "version": version, "kind": obj.get("kind", "")},
+            "name": metadata.get("name", ""),
+            "namespace": metadata.get("namespace", ""),
+            "operation": "CREATE",
+        }
+    )
+
+
 def evaluate(variables, validations, programs, obj):
     bound = {}
     errors = []
+    request = request_of(obj)
     for variable in variables:
         activation = {
             "object": celpy.json_to_cel(obj),
+            "request": request,
             "variables": celpy.celtypes.MapType(bound),
         }
         value, error = run(programs[("variable", variable["name"])], activation)
@@ -108,6 +125,7 @@ def evaluate(variables, validations, programs, obj):
         bound[celpy.celtypes.StringType(variable["name"])] = value
     activation = {
         "object": celpy.json_to_cel(obj),
+        "request": request,
         "variables": celpy.celtypes.MapType(bound),
     }
     violations = []

@@ -135,3 +135,81 @@ fn a_bad_layout_is_bad_input() {
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr(&output).contains("bad.yaml"), "{}", stderr(&output));
 }
+
+fn python(script: &str, args: &[&std::path::Path]) -> (Option<i32>, String) {
+    let output = crate::support::venv_python()
+        .arg(script)
+        .args(args)
+        .output()
+        .expect("run .venv/bin/python3");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.code(), text)
+}
+
+const SCHEMA: &str = "tests/data/admission/admissionregistration-v1.schema.json";
+
+#[test]
+fn every_object_validates_against_the_admissionregistration_v1_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    for action in ["deny", "warn", "audit"] {
+        let file = dir.path().join(format!("{action}.yaml"));
+        fs::write(&file, emit(&["--action", action])).unwrap();
+        let (code, text) = python(
+            ".ci/validate-admission-schema.py",
+            &[std::path::Path::new(SCHEMA), &file],
+        );
+        assert_eq!(code, Some(0), "{action}: {text}");
+        assert!(text.contains("validated 2 documents"), "{text}");
+    }
+    // Control: a misspelt field, which the API server would drop without
+    // a word, is refused.
+    let file = dir.path().join("misspelt.yaml");
+    fs::write(
+        &file,
+        emit(&[]).replace("messageExpression:", "messageExpresion:"),
+    )
+    .unwrap();
+    let (code, text) = python(
+        ".ci/validate-admission-schema.py",
+        &[std::path::Path::new(SCHEMA), &file],
+    );
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("'messageExpresion' was unexpected"), "{text}");
+}
+
+#[test]
+fn every_cel_expression_compiles_in_an_independent_engine() {
+    let dir = tempfile::tempdir().unwrap();
+    for format in ["vap", "kyverno"] {
+        let file = dir.path().join(format!("{format}.yaml"));
+        fs::write(&file, emit(&["--format", format])).unwrap();
+        let (code, text) = python(
+            ".ci/admission-cel.py",
+            &[std::path::Path::new("compile"), &file],
+        );
+        assert_eq!(code, Some(0), "{format}: {text}");
+        // 13 variables, 6 validations, 6 messageExpressions.
+        assert!(text.contains("compiled 25 expressions"), "{format}: {text}");
+    }
+    // Control: an expression that does not parse is reported.
+    let file = dir.path().join("broken.yaml");
+    fs::write(
+        &file,
+        emit(&[]).replacen(
+            "size(variables.invalidPaths) == 0",
+            "size(variables.invalidPaths) == ",
+            1,
+        ),
+    )
+    .unwrap();
+    let (code, text) = python(
+        ".ci/admission-cel.py",
+        &[std::path::Path::new("compile"), &file],
+    );
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("validation 0"), "{text}");
+}

@@ -156,8 +156,10 @@ impl CelRules {
             .map(|list| format!("(has(variables.podSpec.{list}) ? variables.podSpec.{list} : [])"))
             .join(" + ");
 
+        // Of an object's metadata, CEL sees only `name` and `generateName`;
+        // the namespace is the request's.
         let subject = "object.kind + ' ' \
-            + (has(object.metadata.namespace) ? object.metadata.namespace + '/' : '') \
+            + (request.namespace != '' ? request.namespace + '/' : '') \
             + (has(object.metadata.name) ? object.metadata.name \
                : has(object.metadata.generateName) ? object.metadata.generateName + '*' : '(unnamed)')";
 
