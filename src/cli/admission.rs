@@ -20,6 +20,8 @@ Formats (files written by --out DIR):
   vap         validatingadmissionpolicy.yaml, validatingadmissionpolicybinding.yaml
               (admissionregistration.k8s.io/v1, Kubernetes 1.30 or later)
   kyverno     clusterpolicy.yaml (Kyverno 1.13 or later, CEL rule)
+  gatekeeper  constrainttemplate.yaml, constraint.yaml (Rego; apply the
+              template first, the constraint once its CRD exists)
 
 Roll out with --action warn (clients see warnings, nothing is refused), read
 them, then --action deny. What only the node enforces (symlinks, subPath
@@ -30,7 +32,7 @@ Examples:
   semanifest admission --layout node.yaml --action warn --out policy/
   semanifest admission --format kyverno --action audit > clusterpolicy.yaml";
 
-/// Emit admission policy (ValidatingAdmissionPolicy, Kyverno)
+/// Emit admission policy (ValidatingAdmissionPolicy, Kyverno, Gatekeeper)
 /// that makes the API server refuse the hostPath volumes the layout forbids.
 #[derive(ClapArgs)]
 #[command(after_help = AFTER_HELP)]
@@ -55,6 +57,8 @@ enum FormatChoice {
     Vap,
     /// Kyverno ClusterPolicy.
     Kyverno,
+    /// Gatekeeper ConstraintTemplate and constraint.
+    Gatekeeper,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -73,6 +77,7 @@ pub fn run(args: Args) -> Result<u8> {
     let format = match args.format {
         FormatChoice::Vap => admission::Format::Vap,
         FormatChoice::Kyverno => admission::Format::Kyverno,
+        FormatChoice::Gatekeeper => admission::Format::Gatekeeper,
     };
     let action = match args.action {
         ActionChoice::Deny => admission::Action::Deny,

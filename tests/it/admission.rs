@@ -47,7 +47,7 @@ fn check_golden(name: &str, actual: &str) {
 }
 
 /// (format, the files `--out` writes).
-const FORMATS: [(&str, &[&str]); 2] = [
+const FORMATS: [(&str, &[&str]); 3] = [
     (
         "vap",
         &[
@@ -56,6 +56,10 @@ const FORMATS: [(&str, &[&str]); 2] = [
         ],
     ),
     ("kyverno", &["clusterpolicy.yaml"]),
+    (
+        "gatekeeper",
+        &["constrainttemplate.yaml", "constraint.yaml"],
+    ),
 ];
 
 #[test]
@@ -109,6 +113,12 @@ fn the_action_changes_only_what_the_cluster_does() {
             "{kyverno}"
         );
         assert_eq!(kyverno.contains("emitWarning: true"), action == "warn");
+        let gatekeeper = emit(&["--format", "gatekeeper", "--action", action]);
+        let expected = if action == "warn" { "warn" } else { "dryrun" };
+        assert!(
+            gatekeeper.contains(&format!("enforcementAction: {expected}\n")),
+            "{gatekeeper}"
+        );
     }
 }
 

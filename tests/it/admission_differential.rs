@@ -1,5 +1,6 @@
 //! The admission policy's CEL, run by an independent CEL engine
-//! (cel-python, `.ci/admission-cel.py`), refuses exactly the objects
+//! (cel-python, `.ci/admission-cel.py`), and the Gatekeeper template's
+//! Rego, run by regorus (`.ci/admission-rego.py`), each refuse exactly the objects
 //! `check --k8s` reports hostPath errors for, and admits the rest: over
 //! the repository's Kubernetes corpus and over generated pod specs with
 //! hostile paths (`..`, `//`, `/./`, trailing `/`, NUL, template braces,
@@ -38,24 +39,49 @@ fn check_denies(object: &Value, rules: &HostPathRules) -> Option<bool> {
     }))
 }
 
-/// What the policy's CEL says about each object: refused (a violation or
-/// an evaluation error, which `failurePolicy: Fail` refuses), with why.
-fn cel_verdicts(policy_yaml: &str, objects: &[Value]) -> Vec<(bool, Vec<String>)> {
+/// An engine that runs an emitted policy over objects.
+#[derive(Clone, Copy, Debug)]
+enum Engine {
+    /// cel-python over the ValidatingAdmissionPolicy's CEL.
+    Cel,
+    /// regorus over the Gatekeeper template's Rego.
+    Rego,
+}
+
+impl Engine {
+    fn format(self) -> Format {
+        match self {
+            Engine::Cel => Format::Vap,
+            Engine::Rego => Format::Gatekeeper,
+        }
+    }
+
+    fn policy(self, judgement: &Judgement) -> String {
+        admission::stream(&admission::render(judgement, self.format(), Action::Deny).unwrap())
+    }
+}
+
+/// What the policy says about each object: refused (a violation or an
+/// evaluation error, which `failurePolicy: Fail` refuses), with why.
+fn verdicts(engine: Engine, policy_yaml: &str, objects: &[Value]) -> Vec<(bool, Vec<String>)> {
     let dir = tempfile::tempdir().unwrap();
     let policy = dir.path().join("policy.yaml");
     let input = dir.path().join("objects.json");
     fs::write(&policy, policy_yaml).unwrap();
     fs::write(&input, serde_json::to_vec(objects).unwrap()).unwrap();
-    let output = venv_python()
-        .arg(".ci/admission-cel.py")
-        .arg("evaluate")
+    let mut command = venv_python();
+    match engine {
+        Engine::Cel => command.arg(".ci/admission-cel.py").arg("evaluate"),
+        Engine::Rego => command.arg(".ci/admission-rego.py"),
+    };
+    let output = command
         .arg(&policy)
         .arg(&input)
         .output()
         .expect("run .venv/bin/python3");
     assert!(
         output.status.success(),
-        "the CEL driver failed: {}",
+        "the {engine:?} driver failed: {}",
         String::from_utf8_lossy(&output.stderr)
     );
     let results: Vec<Value> = serde_json::from_slice(&output.stdout).unwrap();
@@ -85,8 +111,13 @@ fn cel_verdicts(policy_yaml: &str, objects: &[Value]) -> Vec<(bool, Vec<String>)
 }
 
 /// The objects where the policy and `check` disagree, described.
-fn disagreements(policy_yaml: &str, rules: &HostPathRules, objects: &[Value]) -> Vec<String> {
-    let verdicts = cel_verdicts(policy_yaml, objects);
+fn disagreements(
+    engine: Engine,
+    policy_yaml: &str,
+    rules: &HostPathRules,
+    objects: &[Value],
+) -> Vec<String> {
+    let verdicts = verdicts(engine, policy_yaml, objects);
     let mut out = Vec::new();
     for (object, (cel, why)) in objects.iter().zip(verdicts) {
         let check = check_denies(object, rules).expect("only readable objects are compared");
@@ -104,10 +135,6 @@ fn disagreements(policy_yaml: &str, rules: &HostPathRules, objects: &[Value]) ->
 fn default_judgement() -> (Judgement, HostPathRules) {
     let parsed = layout::manifest::default_layout(&policy::base_facts()).unwrap();
     (Judgement::of(&parsed), HostPathRules::of(&parsed))
-}
-
-fn vap(judgement: &Judgement) -> String {
-    admission::stream(&admission::render(judgement, Format::Vap, Action::Deny).unwrap())
 }
 
 /// Every judged object of every readable YAML file below `dir`, `List`s
@@ -168,8 +195,10 @@ fn the_policy_denies_exactly_what_check_denies_on_the_corpus() {
         named.len() - objects.len()
     );
     assert!(objects.len() >= 40 && denied >= 20 && objects.len() - denied >= 5);
-    let wrong = disagreements(&vap(&judgement), &rules, &objects);
-    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    for engine in [Engine::Cel, Engine::Rego] {
+        let wrong = disagreements(engine, &engine.policy(&judgement), &rules, &objects);
+        assert!(wrong.is_empty(), "{engine:?}: {}", wrong.join("\n"));
+    }
 }
 
 /// A small deterministic generator (xorshift), so a failure names its seed.
@@ -427,8 +456,14 @@ fn the_policy_denies_exactly_what_check_denies_on_generated_pods() {
         objects.len()
     );
     assert!(denied * 5 >= objects.len() && (objects.len() - denied) * 10 >= objects.len());
-    let wrong = disagreements(&vap(&judgement), &rules, &objects);
-    assert!(wrong.is_empty(), "seed {seed:#x}:\n{}", wrong.join("\n"));
+    for engine in [Engine::Cel, Engine::Rego] {
+        let wrong = disagreements(engine, &engine.policy(&judgement), &rules, &objects);
+        assert!(
+            wrong.is_empty(),
+            "{engine:?}, seed {seed:#x}:\n{}",
+            wrong.join("\n")
+        );
+    }
 }
 
 #[test]
@@ -447,14 +482,16 @@ fn control_a_policy_with_a_wrong_rule_is_caught() {
         path: k8s::NormalPath::parse("/var/lib").unwrap(),
         at: None,
     });
-    let caught = disagreements(&vap(&wrong), &rules, &objects);
-    assert!(
-        !caught.is_empty(),
-        "a policy that admits /var/lib/etcd and /var/lib/* must disagree with check"
-    );
-    eprintln!(
-        "the wrong policy disagrees on {} objects, e.g.\n{}",
-        caught.len(),
-        caught[0]
-    );
+    for engine in [Engine::Cel, Engine::Rego] {
+        let caught = disagreements(engine, &engine.policy(&wrong), &rules, &objects);
+        assert!(
+            !caught.is_empty(),
+            "{engine:?}: a policy that admits /var/lib/etcd and /var/lib/* must disagree with check"
+        );
+        eprintln!(
+            "{engine:?}: the wrong policy disagrees on {} objects, e.g.\n{}",
+            caught.len(),
+            caught[0]
+        );
+    }
 }

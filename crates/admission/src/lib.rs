@@ -12,9 +12,11 @@
 //! host leads, what a `subPathExpr` expands to, paths made at run time.
 
 mod cel;
+mod gatekeeper;
 mod judgement;
 mod kyverno;
 mod pattern;
+mod rego;
 mod vap;
 
 use std::collections::BTreeMap;
@@ -22,7 +24,9 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 pub use cel::{literal as cel_literal, CelRules, Validation, Variable};
+pub use gatekeeper::CONSTRAINT_KIND;
 pub use judgement::{Declared, Judgement, PodKind, PodSpecAt, PERSISTENT_VOLUME, POD_KINDS};
+pub use rego::PACKAGE as REGO_PACKAGE;
 
 /// The name of every object emitted.
 pub const POLICY_NAME: &str = "semanifest-hostpath";
@@ -34,6 +38,8 @@ pub enum Format {
     Vap,
     /// Kyverno `ClusterPolicy` with CEL validation.
     Kyverno,
+    /// Gatekeeper `ConstraintTemplate` (Rego) + constraint.
+    Gatekeeper,
 }
 
 /// What the cluster does with an object the judgement refuses.
@@ -57,7 +63,7 @@ pub struct Document {
 
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct Metadata {
-    name: &'static str,
+    name: String,
     labels: BTreeMap<&'static str, &'static str>,
     annotations: BTreeMap<&'static str, String>,
 }
@@ -65,13 +71,18 @@ pub(crate) struct Metadata {
 impl Metadata {
     fn of(judgement: &Judgement) -> Metadata {
         Metadata {
-            name: POLICY_NAME,
+            name: POLICY_NAME.to_owned(),
             labels: BTreeMap::from([("app.kubernetes.io/managed-by", "semanifest")]),
             annotations: BTreeMap::from([(
                 "semanifest.io/layout",
                 format!("{} ({})", judgement.layout, judgement.source),
             )]),
         }
+    }
+
+    pub(crate) fn named(mut self, name: String) -> Metadata {
+        self.name = name;
+        self
     }
 
     pub(crate) fn annotate(mut self, key: &'static str, value: impl Into<String>) -> Metadata {
@@ -121,6 +132,13 @@ pub fn render(
             "clusterpolicy.yaml",
             &kyverno::cluster_policy(&CelRules::of(judgement), action, metadata),
         )?]),
+        Format::Gatekeeper => Ok(vec![
+            yaml(
+                "constrainttemplate.yaml",
+                &gatekeeper::template(rego::policy(judgement), metadata.clone()),
+            )?,
+            yaml("constraint.yaml", &gatekeeper::constraint(action, metadata))?,
+        ]),
     }
 }
 
