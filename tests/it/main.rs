@@ -12,6 +12,8 @@
 // Tests report what they compare on the terminal.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod admission;
+mod admission_differential;
 mod agent_policy;
 mod base_policy;
 mod build;
