@@ -13,6 +13,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod agent_policy;
+mod agent_store;
 mod base_policy;
 mod build;
 mod check;
