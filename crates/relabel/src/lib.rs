@@ -355,7 +355,9 @@ pub struct Summary {
     pub unchanged: u64,
     /// Objects with no spec or a `<<none>>` spec, left alone.
     pub no_label: u64,
-    /// Later links of an inode whose first link wanted another label.
+    /// Links of an inode left alone because another link keeps another
+    /// label: one whose stored label already matched, or else the first
+    /// that needed a write.
     pub hard_link_conflicts: u64,
     /// Objects that could not be examined or labelled (each reported).
     pub errors: u64,
