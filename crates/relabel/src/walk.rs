@@ -1142,13 +1142,15 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
                     self.conflict(link, &stored, &mut tally);
                 }
             }
-            Settled::First { first, later } => {
-                self.label_deferred(first, &mut tally);
-                for link in later {
-                    if link.wanted == first.wanted {
-                        tally.unchanged += 1;
-                    } else {
-                        self.conflict(link, &first.wanted, &mut tally);
+            Settled::First(links) => {
+                let mut first: Option<&Deferred> = None;
+                for link in links {
+                    match first {
+                        None if self.label_deferred(link, &mut tally) => first = Some(link),
+                        // Gone or failed (counted): the next link is first.
+                        None => {}
+                        Some(first) if link.wanted == first.wanted => tally.unchanged += 1,
+                        Some(first) => self.conflict(link, &first.wanted, &mut tally),
                     }
                 }
             }
@@ -1168,7 +1170,8 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
     /// Labels the link that settles its inode: found again by its path
     /// below the root (nothing followed on the way), and only if it is
     /// still the object, on the same mount, that was seen in the walk.
-    fn label_deferred(&self, link: &Deferred, tally: &mut Tally) {
+    /// Whether it was (and its label was read).
+    fn label_deferred(&self, link: &Deferred, tally: &mut Tally) -> bool {
         let path = deferred_path(link);
         let shown = path.to_bytes();
         let entry = self
@@ -1179,16 +1182,22 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
             Ok(entry) if entry.meta().same_object(&link.meta) => entry,
             Ok(_) => {
                 tally.vanished += 1;
-                return;
+                return false;
             }
-            Err(error) => return self.fail(path, Operation::Open, errno_of(&error), tally),
+            Err(error) => {
+                self.fail(path, Operation::Open, errno_of(&error), tally);
+                return false;
+            }
         };
         let handle = entry.handle();
         let mut inline = [0u8; INLINE_LABEL];
         let mut heap = Vec::new();
         let stored = match read_label(handle, &mut inline, &mut heap) {
             Ok(raw) => raw.and_then(stored_context),
-            Err(errno) => return self.fail(path, Operation::ReadLabel, errno, tally),
+            Err(errno) => {
+                self.fail(path, Operation::ReadLabel, errno, tally);
+                return false;
+            }
         };
         match decide(stored, &link.wanted, self.options.scope) {
             Decision::Keep => tally.unchanged += 1,
@@ -1197,6 +1206,7 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
                 self.write_label(handle, path, kind, stored, &value, None, tally);
             }
         }
+        true
     }
 
     /// Removes the digests of `vouching`'s directory and of every
