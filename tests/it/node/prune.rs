@@ -1027,6 +1027,10 @@ fn bad_selections_are_refused_before_anything_changes() {
             "persistent paths are never pruned by lifecycle",
         ),
         (
+            &["--lifecycle", "forever"][..],
+            "unknown lifecycle `forever` (expected `cache` or `ephemeral`)",
+        ),
+        (
             &["--lifecycle", "cache", "/var/mnt"][..],
             "cannot be used with",
         ),
