@@ -931,7 +931,8 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
     /// compared) — a rename between the `statx` and the write can then only
     /// hand the label to another object that gets the very same at that
     /// name. Otherwise (the kind decides the label, `--type-only` keeps
-    /// parts of the stored value, or the inode has other links to register)
+    /// parts of the stored value, or the inode has other links, settled
+    /// after the walk)
     /// the entry is labelled through its own `O_PATH` fd instead, as what
     /// it is by then: read, decided and written through that one fd.
     ///
