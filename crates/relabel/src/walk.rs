@@ -23,7 +23,7 @@ use super::{
     DIGEST_VERSION, DIGEST_XATTR, XATTR_NAME,
 };
 use fsroot::working_dir::{self, DirId};
-use fsroot::{components, Crossing, Entry, Handle, Meta, Root};
+use fsroot::{components, Crossing, Entry, Handle, Meta, MountTable, Root};
 use selabel::path_chain::PathChain;
 use selabel::FileKind;
 
@@ -92,7 +92,13 @@ pub fn relabel<L: LabelLookup + ?Sized>(
     }
     let pool = pool.build()?;
 
-    let mount_parents = mount_parents(&root);
+    let walked: Option<HashSet<u64>> = match options.mounts {
+        MountPolicy::SameFilesystem => {
+            Some(operands.iter().map(|o| o.entry.meta().mount).collect())
+        }
+        MountPolicy::CrossMounts => None,
+    };
+    let mount_parents = mount_parents(&root, walked.as_ref());
     let mut walker = Walker {
         labels,
         options,
@@ -148,19 +154,22 @@ fn forget_ancestor_digests(root: &Root, key: &[u8], observer: &dyn Observer, tal
 /// the mount table when the walk starts; `None` if it could not be read.
 /// Their entries are `statx`ed before their labels are read: `lgetxattr`
 /// by name enters a mount, and `getdents` tells the walk nothing about one.
-fn mount_parents(root: &Root) -> Option<HashSet<(u64, u64)>> {
-    let points = root.mounts_below(b"/").ok()?;
-    let parents = points.iter().filter_map(|point| {
-        let slash = point.iter().rposition(|&byte| byte == b'/')?;
-        let parent = if slash == 0 {
-            &b"/"[..]
-        } else {
-            &point[..slash]
-        };
-        let fd = root.open_dir_beneath(parent).ok()?;
-        let meta = Meta::of(fd.as_fd()).ok()?;
-        Some((meta.dev, meta.ino))
-    });
+/// Unless crossing mounts, only mounts placed on the operands' own mounts
+/// count (the walk lists no directory elsewhere), so no other filesystem
+/// (a hung network or FUSE mount) is ever looked into.
+fn mount_parents(root: &Root, walked: Option<&HashSet<u64>>) -> Option<HashSet<(u64, u64)>> {
+    let table = MountTable::read().ok()?;
+    let parents = table
+        .iter()
+        .filter(|mount| walked.is_none_or(|walked| walked.contains(&mount.parent)))
+        .filter_map(|mount| {
+            let key = root.key(Path::new(OsStr::from_bytes(&mount.point))).ok()?;
+            let slash = key.iter().rposition(|&byte| byte == b'/')?;
+            let parent = if slash == 0 { &b"/"[..] } else { &key[..slash] };
+            let fd = root.open_dir_beneath(parent).ok()?;
+            let meta = Meta::of(fd.as_fd()).ok()?;
+            Some((meta.dev, meta.ino))
+        });
     Some(parents.collect())
 }
 
