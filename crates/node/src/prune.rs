@@ -359,61 +359,16 @@ pub fn prune(
         {
             continue;
         }
-        for mount in &target.mounts {
-            report.errors.push(PathError::new(
-                &root.display(mount),
-                format!(
-                    "a mount point below {}: prune never crosses a mount; nothing under it was \
-                     touched",
-                    EscapedPath(&root.display(key.as_bytes()))
-                ),
-            ));
-            blocked.push(mount.clone());
-        }
-        let report_of = |complete| TargetReport {
-            path: EscapedPath(&root.display(key.as_bytes())).to_string(),
-            layout_path: key.to_owned(),
-            lifecycle: target.rule.lifecycle,
-            reason: target.reason,
-            missing: false,
-            entries: 0,
-            objects: 0,
-            bytes: 0,
-            leftover_objects: 0,
-            leftover_bytes: 0,
-            left_in_trash: 0,
-            in_place_entries: 0,
-            in_place_reason: None,
-            kept: target.kept.clone(),
-            symlink: None,
-            complete,
-        };
-        let held = options
-            .keep_symlinks
-            .iter()
-            .find(|held| is_within(key, held));
-        if let Some(held) = held {
-            match apply::kept_symlink(layout, root, held) {
-                Ok(Some(link)) => {
-                    report.targets.push(TargetReport {
-                        symlink: Some(link),
-                        ..report_of(true)
-                    });
-                    continue;
-                }
-                // Not a symlink there: pruned as usual.
-                Ok(None) => {}
-                Err(why) => {
-                    report.errors.push(PathError::new(
-                        &root.display(held.as_bytes()),
-                        format!("--keep-symlink: {why}"),
-                    ));
-                    // Once: nothing at or below the link is tried again.
-                    failed.push(held);
-                    report.targets.push(report_of(false));
-                    continue;
-                }
-            }
+        refuse_mounts(root, target, &mut report.errors, &mut blocked);
+        if keep_held(
+            layout,
+            root,
+            &options.keep_symlinks,
+            target,
+            &mut report,
+            &mut failed,
+        ) {
+            continue;
         }
         let mut run = TargetRun {
             root,
@@ -423,14 +378,11 @@ pub fn prune(
             guard: protected.allowing(&target.rule.type_name),
             errors: &mut report.errors,
             warnings: &mut report.warnings,
-            report: report_of(true),
+            report: target_report(root, target, target.mounts.is_empty()),
             top: None,
             trash: None,
             stop: false,
         };
-        if !target.mounts.is_empty() {
-            run.report.complete = false;
-        }
         let dir = std::mem::replace(reached, Err(None));
         if run.run(dir).is_err() {
             failed.push(key);
@@ -442,6 +394,89 @@ pub fn prune(
     }
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)
+}
+
+/// The mount points below a target, each an error once; nothing under
+/// them is touched, by this target or any below.
+fn refuse_mounts(
+    root: &Root,
+    target: &Target<'_>,
+    errors: &mut Vec<PathError>,
+    blocked: &mut Vec<Vec<u8>>,
+) {
+    let key = target.rule.path.as_bytes();
+    for mount in &target.mounts {
+        errors.push(PathError::new(
+            &root.display(mount),
+            format!(
+                "a mount point below {}: prune never crosses a mount; nothing under it was \
+                 touched",
+                EscapedPath(&root.display(key))
+            ),
+        ));
+        blocked.push(mount.clone());
+    }
+}
+
+/// A target's report before anything is done to it.
+fn target_report(root: &Root, target: &Target<'_>, complete: bool) -> TargetReport {
+    let key = target.rule.path.as_str();
+    TargetReport {
+        path: EscapedPath(&root.display(key.as_bytes())).to_string(),
+        layout_path: key.to_owned(),
+        lifecycle: target.rule.lifecycle,
+        reason: target.reason,
+        missing: false,
+        entries: 0,
+        objects: 0,
+        bytes: 0,
+        leftover_objects: 0,
+        leftover_bytes: 0,
+        left_in_trash: 0,
+        in_place_entries: 0,
+        in_place_reason: None,
+        kept: target.kept.clone(),
+        symlink: None,
+        complete,
+    }
+}
+
+/// A target at or below a `--keep-symlink` path that the image holds as a
+/// symlink is reported as kept; one that cannot be checked is an error
+/// (once: nothing at or below the link is tried again). Returns whether
+/// the target is done with; `false` when no symlink is there, and it is
+/// pruned as usual.
+fn keep_held<'a>(
+    layout: &Layout,
+    root: &Root,
+    keep_symlinks: &'a [String],
+    target: &Target<'_>,
+    report: &mut PruneReport,
+    failed: &mut Vec<&'a str>,
+) -> bool {
+    let key = target.rule.path.as_str();
+    let Some(held) = keep_symlinks.iter().find(|held| is_within(key, held)) else {
+        return false;
+    };
+    match apply::kept_symlink(layout, root, held) {
+        Ok(Some(link)) => {
+            report.targets.push(TargetReport {
+                symlink: Some(link),
+                ..target_report(root, target, true)
+            });
+            true
+        }
+        Ok(None) => false,
+        Err(why) => {
+            report.errors.push(PathError::new(
+                &root.display(held.as_bytes()),
+                format!("--keep-symlink: {why}"),
+            ));
+            failed.push(held);
+            report.targets.push(target_report(root, target, false));
+            true
+        }
+    }
 }
 
 /// Each target's directory (`Err(None)` when it does not exist), reached
