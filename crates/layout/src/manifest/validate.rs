@@ -8,7 +8,8 @@ use serde_saphyr::Spanned;
 
 use super::codes;
 use super::raw::{
-    Entries, Levels, RawCapacity, RawDomain, RawLayout, RawMount, RawNode, RawPath, RawStore,
+    Entries, Levels, RawCapacity, RawDomain, RawLayout, RawMount, RawNode, RawPath,
+    RawPrivilegedException, RawStore,
 };
 use super::schema::{self, API_VERSION, KIND};
 use super::BaseFacts;
@@ -17,8 +18,8 @@ use crate::model::capability::{self, Capability, CAPABILITIES};
 use crate::model::host::{self, BeyondLabels, HOST_CLASSES};
 use crate::model::{
     is_within, Access, AccessLevel, BooleanGrants, Capacity, Domain, HostGrant, Layout, Lifecycle,
-    Mount, MountFlag, NodeBoot, Owner, PathRule, Propagation, RuntimeUnit, Size, StoreOptions,
-    StoreOwner,
+    Mount, MountFlag, NodeBoot, Owner, PathRule, PrivilegedException, Propagation, RuntimeUnit,
+    Size, StoreOptions, StoreOwner,
 };
 
 fn pos(value: &Spanned<String>) -> Pos {
@@ -152,6 +153,8 @@ fn check_layout(raw: &RawLayout, checker: &mut Checker<'_>) -> Layout {
     check_capacities(&paths, checker);
     let node = check_node(raw.spec.node.as_ref(), checker);
     let store = check_store(raw.spec.store.as_ref(), checker);
+    let privileged_exceptions =
+        check_privileged_exceptions(&raw.spec.privileged_exceptions, checker);
 
     Layout {
         name: name.value.clone(),
@@ -161,7 +164,90 @@ fn check_layout(raw: &RawLayout, checker: &mut Checker<'_>) -> Layout {
         paths,
         node,
         store,
+        privileged_exceptions,
     }
+}
+
+/// `spec.privilegedExceptions`: each a namespace (a DNS label), a workload
+/// name (a DNS subdomain) and a reason, each (namespace, name) once.
+fn check_privileged_exceptions(
+    raw: &[RawPrivilegedException],
+    checker: &mut Checker<'_>,
+) -> Vec<PrivilegedException> {
+    let mut exceptions: Vec<PrivilegedException> = Vec::new();
+    for entry in raw {
+        let mut valid = true;
+        if !is_dns_label(&entry.namespace.value) {
+            valid = false;
+            checker
+                .error(
+                    &codes::PRIVILEGED_EXCEPTION,
+                    pos(&entry.namespace),
+                    format!("invalid namespace `{}`", entry.namespace.value),
+                )
+                .help("a namespace is a DNS label: lowercase letters, digits and `-`, at most 63 characters");
+        }
+        if !is_object_name(&entry.name.value) {
+            valid = false;
+            checker
+                .error(
+                    &codes::PRIVILEGED_EXCEPTION,
+                    pos(&entry.name),
+                    format!("invalid workload name `{}`", entry.name.value),
+                )
+                .help("name the workload as its metadata.name: lowercase letters, digits, `-` and `.`, at most 253 characters");
+        }
+        if entry.reason.value.trim().is_empty() {
+            valid = false;
+            checker
+                .error(
+                    &codes::PRIVILEGED_EXCEPTION,
+                    pos_of(&entry.reason, 0),
+                    "a privileged exception needs a reason",
+                )
+                .help("say why the workload must run unconfined; reviews and every note it excuses show it");
+        }
+        if let Some(first) = exceptions
+            .iter()
+            .find(|e| e.namespace == entry.namespace.value && e.name == entry.name.value)
+        {
+            valid = false;
+            checker
+                .error(
+                    &codes::PRIVILEGED_EXCEPTION,
+                    pos(&entry.name),
+                    format!(
+                        "workload `{}/{}` is excepted twice",
+                        entry.namespace.value, entry.name.value
+                    ),
+                )
+                .help(format!(
+                    "first excepted at line {}; keep one entry",
+                    first.pos.line
+                ));
+        }
+        if valid {
+            exceptions.push(PrivilegedException {
+                namespace: entry.namespace.value.clone(),
+                name: entry.name.value.clone(),
+                reason: entry.reason.value.trim().to_owned(),
+                pos: pos(&entry.name),
+            });
+        }
+    }
+    exceptions
+}
+
+/// A Kubernetes object name: a DNS subdomain (RFC 1123) of at most 253
+/// characters.
+fn is_object_name(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let inner = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
+    !bytes.is_empty()
+        && bytes.len() <= 253
+        && bytes.first().is_some_and(inner)
+        && bytes.last().is_some_and(inner)
+        && bytes.iter().all(|b| inner(b) || *b == b'-' || *b == b'.')
 }
 
 /// `spec.store`: how the module target treats boolean-only grants.
@@ -1552,6 +1638,8 @@ mod tests {
             agree(schema::DOMAIN_KEY_PATTERN, is_identifier, &name)?;
             agree(schema::LAYOUT_NAME_PATTERN, is_dns_label, &name)?;
             agree(schema::LAYOUT_NAME_PATTERN, is_dns_label, &long)?;
+            agree(schema::OBJECT_NAME_PATTERN, is_object_name, &name)?;
+            agree(schema::OBJECT_NAME_PATTERN, is_object_name, &long)?;
             agree(schema::MODE_PATTERN, |t| parse_mode(t).is_some(), &name)?;
             agree(schema::OWNER_PATTERN, |t| parse_owner(t).is_some(), &name)?;
         }
