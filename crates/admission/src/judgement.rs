@@ -152,8 +152,10 @@ impl Judgement {
             layout: layout.to_owned(),
             source: source.to_owned(),
             roots: rules
-                .roots
+                .domains
                 .iter()
+                .filter(|d| d.kind == k8s::DomainKind::Workload)
+                .flat_map(|d| d.roots())
                 .map(|root| Declared {
                     path: root.path.clone(),
                     at: root.declared_at.clone(),
@@ -167,7 +169,12 @@ impl Judgement {
                     at: rule.declared_at.clone(),
                 })
                 .collect(),
-            workload_types: rules.workload_types.clone(),
+            workload_types: rules
+                .domains
+                .iter()
+                .filter(|d| d.kind == k8s::DomainKind::Workload)
+                .map(|d| d.selinux_type.clone())
+                .collect(),
         }
     }
 
