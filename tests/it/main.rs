@@ -15,6 +15,7 @@
 mod admission;
 mod admission_differential;
 mod agent_policy;
+mod agent_store;
 mod base_policy;
 mod build;
 mod check;

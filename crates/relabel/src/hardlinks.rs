@@ -52,12 +52,9 @@ pub(crate) enum Settled<'a> {
         stored: String,
         links: &'a [Deferred],
     },
-    /// `first` is labelled; each of `later` that wants another label is a
-    /// conflict, the others already have the first's.
-    First {
-        first: &'a Deferred,
-        later: &'a [Deferred],
-    },
+    /// The first link still there is labelled; each later one that
+    /// wants another label is a conflict, the others already have it.
+    First(&'a [Deferred]),
 }
 
 impl Links {
@@ -117,7 +114,7 @@ impl Links {
             groups[at].push(link);
         }
         for group in &groups {
-            let Some((first, later)) = group.split_first() else {
+            let Some(first) = group.first() else {
                 continue;
             };
             if kept.contains(&(first.meta.dev, first.meta.ino)) {
@@ -127,7 +124,7 @@ impl Links {
                     links: group,
                 });
             } else {
-                settle(Settled::First { first, later });
+                settle(Settled::First(group));
             }
         }
     }
@@ -164,9 +161,9 @@ mod tests {
                 let names: Vec<_> = links.iter().map(|l| l.wanted.to_string()).collect();
                 seen.push(format!("kept {stored}: {}", names.join(",")));
             }
-            Settled::First { first, later } => {
-                let names: Vec<_> = later.iter().map(|l| l.wanted.to_string()).collect();
-                seen.push(format!("first {}: {}", first.wanted, names.join(",")));
+            Settled::First(links) => {
+                let names: Vec<_> = links.iter().map(|l| l.wanted.to_string()).collect();
+                seen.push(format!("first: {}", names.join(",")));
             }
         });
         seen
@@ -178,7 +175,7 @@ mod tests {
         links.defer(vec![link(1, 7, "a", "x"), link(2, 7, "c", "z")]);
         links.defer(vec![link(1, 7, "b", "y")]);
         // Same inode number on another filesystem is another file.
-        assert_eq!(outcomes(links), ["first x: y", "first z: "]);
+        assert_eq!(outcomes(links), ["first: x,y", "first: z"]);
     }
 
     #[test]

@@ -23,7 +23,7 @@ use super::{
     DIGEST_VERSION, DIGEST_XATTR, XATTR_NAME,
 };
 use fsroot::working_dir::{self, DirId};
-use fsroot::{components, Crossing, Entry, Handle, Meta, Root};
+use fsroot::{components, Crossing, Entry, Handle, Meta, MountTable, Root};
 use selabel::path_chain::PathChain;
 use selabel::FileKind;
 
@@ -92,7 +92,13 @@ pub fn relabel<L: LabelLookup + ?Sized>(
     }
     let pool = pool.build()?;
 
-    let mount_parents = mount_parents(&root);
+    let walked: Option<HashSet<u64>> = match options.mounts {
+        MountPolicy::SameFilesystem => {
+            Some(operands.iter().map(|o| o.entry.meta().mount).collect())
+        }
+        MountPolicy::CrossMounts => None,
+    };
+    let mount_parents = mount_parents(&root, walked.as_ref());
     let mut walker = Walker {
         labels,
         options,
@@ -148,19 +154,22 @@ fn forget_ancestor_digests(root: &Root, key: &[u8], observer: &dyn Observer, tal
 /// the mount table when the walk starts; `None` if it could not be read.
 /// Their entries are `statx`ed before their labels are read: `lgetxattr`
 /// by name enters a mount, and `getdents` tells the walk nothing about one.
-fn mount_parents(root: &Root) -> Option<HashSet<(u64, u64)>> {
-    let points = root.mounts_below(b"/").ok()?;
-    let parents = points.iter().filter_map(|point| {
-        let slash = point.iter().rposition(|&byte| byte == b'/')?;
-        let parent = if slash == 0 {
-            &b"/"[..]
-        } else {
-            &point[..slash]
-        };
-        let fd = root.open_dir_beneath(parent).ok()?;
-        let meta = Meta::of(fd.as_fd()).ok()?;
-        Some((meta.dev, meta.ino))
-    });
+/// Unless crossing mounts, only mounts placed on the operands' own mounts
+/// count (the walk lists no directory elsewhere), so no other filesystem
+/// (a hung network or FUSE mount) is ever looked into.
+fn mount_parents(root: &Root, walked: Option<&HashSet<u64>>) -> Option<HashSet<(u64, u64)>> {
+    let table = MountTable::read().ok()?;
+    let parents = table
+        .iter()
+        .filter(|mount| walked.is_none_or(|walked| walked.contains(&mount.parent)))
+        .filter_map(|mount| {
+            let key = root.key(Path::new(OsStr::from_bytes(&mount.point))).ok()?;
+            let slash = key.iter().rposition(|&byte| byte == b'/')?;
+            let parent = if slash == 0 { &b"/"[..] } else { &key[..slash] };
+            let fd = root.open_dir_beneath(parent).ok()?;
+            let meta = Meta::of(fd.as_fd()).ok()?;
+            Some((meta.dev, meta.ino))
+        });
     Some(parents.collect())
 }
 
@@ -931,7 +940,8 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
     /// compared) — a rename between the `statx` and the write can then only
     /// hand the label to another object that gets the very same at that
     /// name. Otherwise (the kind decides the label, `--type-only` keeps
-    /// parts of the stored value, or the inode has other links to register)
+    /// parts of the stored value, or the inode has other links, settled
+    /// after the walk)
     /// the entry is labelled through its own `O_PATH` fd instead, as what
     /// it is by then: read, decided and written through that one fd.
     ///
@@ -1142,13 +1152,15 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
                     self.conflict(link, &stored, &mut tally);
                 }
             }
-            Settled::First { first, later } => {
-                self.label_deferred(first, &mut tally);
-                for link in later {
-                    if link.wanted == first.wanted {
-                        tally.unchanged += 1;
-                    } else {
-                        self.conflict(link, &first.wanted, &mut tally);
+            Settled::First(links) => {
+                let mut first: Option<&Deferred> = None;
+                for link in links {
+                    match first {
+                        None if self.label_deferred(link, &mut tally) => first = Some(link),
+                        // Gone or failed (counted): the next link is first.
+                        None => {}
+                        Some(first) if link.wanted == first.wanted => tally.unchanged += 1,
+                        Some(first) => self.conflict(link, &first.wanted, &mut tally),
                     }
                 }
             }
@@ -1168,7 +1180,8 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
     /// Labels the link that settles its inode: found again by its path
     /// below the root (nothing followed on the way), and only if it is
     /// still the object, on the same mount, that was seen in the walk.
-    fn label_deferred(&self, link: &Deferred, tally: &mut Tally) {
+    /// Whether it was (and its label was read).
+    fn label_deferred(&self, link: &Deferred, tally: &mut Tally) -> bool {
         let path = deferred_path(link);
         let shown = path.to_bytes();
         let entry = self
@@ -1179,16 +1192,22 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
             Ok(entry) if entry.meta().same_object(&link.meta) => entry,
             Ok(_) => {
                 tally.vanished += 1;
-                return;
+                return false;
             }
-            Err(error) => return self.fail(path, Operation::Open, errno_of(&error), tally),
+            Err(error) => {
+                self.fail(path, Operation::Open, errno_of(&error), tally);
+                return false;
+            }
         };
         let handle = entry.handle();
         let mut inline = [0u8; INLINE_LABEL];
         let mut heap = Vec::new();
         let stored = match read_label(handle, &mut inline, &mut heap) {
             Ok(raw) => raw.and_then(stored_context),
-            Err(errno) => return self.fail(path, Operation::ReadLabel, errno, tally),
+            Err(errno) => {
+                self.fail(path, Operation::ReadLabel, errno, tally);
+                return false;
+            }
         };
         match decide(stored, &link.wanted, self.options.scope) {
             Decision::Keep => tally.unchanged += 1,
@@ -1197,6 +1216,7 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
                 self.write_label(handle, path, kind, stored, &value, None, tally);
             }
         }
+        true
     }
 
     /// Removes the digests of `vouching`'s directory and of every
