@@ -36,6 +36,10 @@ pub struct Judgement {
     /// `seLinuxOptions.type` values a container mounting a hostPath may
     /// run as (a container that sets none runs in the pod domain).
     pub workload_types: Vec<String>,
+    /// Objects whose privileged containers the layout accepts, as
+    /// `namespace/name` (a name holds no `/`, so the pair is unambiguous).
+    /// An accepted container is judged for protected paths only.
+    pub privileged_exceptions: Vec<String>,
 }
 
 /// hostPath `type` values the API server accepts (`""`: no check).
@@ -174,6 +178,11 @@ impl Judgement {
                 .iter()
                 .filter(|d| d.kind == k8s::DomainKind::Workload)
                 .map(|d| d.selinux_type.clone())
+                .collect(),
+            privileged_exceptions: rules
+                .privileged_exceptions
+                .iter()
+                .map(|e| format!("{}/{}", e.namespace, e.name))
                 .collect(),
         }
     }
