@@ -466,6 +466,63 @@ fn the_policy_denies_exactly_what_check_denies_on_generated_pods() {
     }
 }
 
+/// The default layout accepting a third of the generated objects as
+/// privileged in namespace `gen` and another third in `default` (where an
+/// object without a namespace is matched).
+fn judgement_with_exceptions(count: usize) -> (Judgement, HostPathRules) {
+    let mut parsed = layout::manifest::default_layout(&policy::base_facts()).unwrap();
+    for index in 0..count {
+        let namespace = match index % 3 {
+            0 => "gen",
+            1 => "default",
+            _ => continue,
+        };
+        parsed
+            .layout
+            .privileged_exceptions
+            .push(layout::model::PrivilegedException {
+                namespace: namespace.to_owned(),
+                name: format!("g{index}"),
+                reason: "a generated exception".to_owned(),
+                pos: Default::default(),
+            });
+    }
+    (Judgement::of(&parsed), HostPathRules::of(&parsed))
+}
+
+#[test]
+fn privileged_exceptions_admit_exactly_what_check_accepts() {
+    let count = 600;
+    let (judgement, rules) = judgement_with_exceptions(count);
+    let mut objects = generated(0x5e3a_41f0_2026_0003, count, &rules);
+    // Every fifth object has no namespace: matched as `default`.
+    for object in objects.iter_mut().step_by(5) {
+        if let Some(metadata) = object["metadata"].as_object_mut() {
+            metadata.remove("namespace");
+        }
+    }
+    let (_, without) = default_judgement();
+    let accepted = objects
+        .iter()
+        .filter(|o| {
+            check_denies(o, &without) == Some(true) && check_denies(o, &rules) == Some(false)
+        })
+        .count();
+    eprintln!(
+        "{} generated objects: the exceptions turn {accepted} refusals into admissions",
+        objects.len()
+    );
+    assert!(accepted > 0, "the exceptions must change some verdicts");
+    for engine in [Engine::Cel, Engine::Rego] {
+        let wrong = disagreements(engine, &engine.policy(&judgement), &rules, &objects);
+        assert!(wrong.is_empty(), "{engine:?}:\n{}", wrong.join("\n"));
+        // Control: the policy without the exceptions disagrees on those.
+        let (strict, _) = default_judgement();
+        let caught = disagreements(engine, &engine.policy(&strict), &rules, &objects);
+        assert_eq!(caught.len(), accepted, "{engine:?}: {}", caught.join("\n"));
+    }
+}
+
 #[test]
 fn control_a_policy_with_a_wrong_rule_is_caught() {
     let (judgement, rules) = default_judgement();

@@ -103,6 +103,19 @@ const EFFECTIVE_TYPE: &str = "(has(c.securityContext) && has(c.securityContext.s
     ? (has(c.securityContext.seLinuxOptions.type) ? [c.securityContext.seLinuxOptions.type] : []) \
     : variables.podSelinuxType)";
 
+/// Containers mounting a hostPath that are privileged.
+const PRIVILEGED: &str = "variables.mountingContainers.filter(c, has(c.securityContext) \
+    && has(c.securityContext.privileged) && c.securityContext.privileged == true)";
+
+/// Appended to a hostPath volume filter: not when the object is an accepted
+/// privileged exception and only privileged containers mount volume `v`
+/// (those judge protected paths only, as in `check`).
+const ONLY_ACCEPTED_MOUNT: &str = " && !(variables.exempt \
+    && variables.mountingContainers.exists(c, c.volumeMounts.exists(m, m.name == v.name)) \
+    && variables.mountingContainers.all(c, !c.volumeMounts.exists(m, m.name == v.name) \
+       || (has(c.securityContext) && has(c.securityContext.privileged) \
+           && c.securityContext.privileged == true)))";
+
 impl CelRules {
     pub fn of(judgement: &Judgement) -> CelRules {
         let spec_branches: Vec<String> = [
@@ -163,7 +176,7 @@ impl CelRules {
             + (has(object.metadata.name) ? object.metadata.name \
                : has(object.metadata.generateName) ? object.metadata.generateName + '*' : '(unnamed)')";
 
-        let variables = vec![
+        let mut variables = vec![
             Variable { name: "podSpec", expression: pod_spec },
             Variable { name: "linux", expression: linux },
             Variable { name: "hostPathVolumes", expression: host_path_volumes },
@@ -183,6 +196,21 @@ impl CelRules {
                     .to_owned(),
             },
             Variable { name: "subject", expression: subject.to_owned() },
+        ];
+        if !judgement.privileged_exceptions.is_empty() {
+            // A manifest without a namespace is matched as `default`, as
+            // `check` does; the API server always sets the request's.
+            variables.push(Variable {
+                name: "exempt",
+                expression: format!(
+                    "(request.namespace != '' ? request.namespace : {}) + '/' \
+                     + (has(object.metadata.name) ? object.metadata.name : '') in {}",
+                    literal(layout::model::PrivilegedException::DEFAULT_NAMESPACE),
+                    list(&judgement.privileged_exceptions)
+                ),
+            });
+        }
+        variables.extend([
             Variable {
                 name: "invalidPaths",
                 expression: format!(
@@ -202,10 +230,15 @@ impl CelRules {
             Variable {
                 name: "outsideRoots",
                 expression: format!(
-                    "variables.hostPathVolumes.filter(v, {} && !{} && !{})",
+                    "variables.hostPathVolumes.filter(v, {} && !{} && !{}{})",
                     valid_path("v.path"),
                     matches("v.path", &judgement.protected_pattern()),
-                    matches("v.path", &judgement.roots_pattern())
+                    matches("v.path", &judgement.roots_pattern()),
+                    if judgement.privileged_exceptions.is_empty() {
+                        ""
+                    } else {
+                        ONLY_ACCEPTED_MOUNT
+                    }
                 ),
             },
             Variable {
@@ -221,9 +254,11 @@ impl CelRules {
             },
             Variable {
                 name: "privileged",
-                expression: "variables.mountingContainers.filter(c, has(c.securityContext) \
-                    && has(c.securityContext.privileged) && c.securityContext.privileged == true)"
-                    .to_owned(),
+                expression: if judgement.privileged_exceptions.is_empty() {
+                    PRIVILEGED.to_owned()
+                } else {
+                    format!("variables.exempt ? [] : {PRIVILEGED}")
+                },
             },
             Variable {
                 name: "foreignTypes",
@@ -232,7 +267,7 @@ impl CelRules {
                     list(&judgement.workload_types)
                 ),
             },
-        ];
+        ]);
 
         let more = |var: &str| {
             format!(

@@ -36,6 +36,10 @@ pub struct Judgement {
     /// `seLinuxOptions.type` values a container mounting a hostPath may
     /// run as (a container that sets none runs in the pod domain).
     pub workload_types: Vec<String>,
+    /// Objects whose privileged containers the layout accepts, as
+    /// `namespace/name` (a name holds no `/`, so the pair is unambiguous).
+    /// An accepted container is judged for protected paths only.
+    pub privileged_exceptions: Vec<String>,
 }
 
 /// hostPath `type` values the API server accepts (`""`: no check).
@@ -152,8 +156,10 @@ impl Judgement {
             layout: layout.to_owned(),
             source: source.to_owned(),
             roots: rules
-                .roots
+                .domains
                 .iter()
+                .filter(|d| d.kind == k8s::DomainKind::Workload)
+                .flat_map(|d| d.roots())
                 .map(|root| Declared {
                     path: root.path.clone(),
                     at: root.declared_at.clone(),
@@ -167,7 +173,17 @@ impl Judgement {
                     at: rule.declared_at.clone(),
                 })
                 .collect(),
-            workload_types: rules.workload_types.clone(),
+            workload_types: rules
+                .domains
+                .iter()
+                .filter(|d| d.kind == k8s::DomainKind::Workload)
+                .map(|d| d.selinux_type.clone())
+                .collect(),
+            privileged_exceptions: rules
+                .privileged_exceptions
+                .iter()
+                .map(|e| format!("{}/{}", e.namespace, e.name))
+                .collect(),
         }
     }
 

@@ -161,6 +161,30 @@ namespace_prefix := "" if namespace == ""
 
 namespace_prefix := sprintf("%s/", [namespace]) if namespace != ""
 
+# A manifest without a namespace is matched as `{default_namespace}`, as `check` does.
+namespace_or_default := namespace if namespace != ""
+
+namespace_or_default := "{default_namespace}" if namespace == ""
+
+exempt if concat("/", [namespace_or_default, object.get(obj.metadata, "name", "")]) in {exceptions}
+
+# An accepted privileged object whose volume `v` only privileged containers
+# mount: judged for protected paths only.
+only_accepted_mounts(v) if {{
+	exempt
+	some c in mounting
+	some m in c.volumeMounts
+	m.name == v.name
+	not unaccepted_mount(v)
+}}
+
+unaccepted_mount(v) if {{
+	some c in mounting
+	some m in c.volumeMounts
+	m.name == v.name
+	not object.get(object.get(c, "securityContext", {{}}), "privileged", false) == true
+}}
+
 subject := concat("", [obj.kind, " ", namespace_prefix, object.get(obj.metadata, "name", "(unnamed)")])
 
 violation contains {{"msg": msg}} if {{
@@ -188,6 +212,7 @@ violation contains {{"msg": msg}} if {{
 	valid_path(v.path)
 	not protected(v.path)
 	not within_root(v.path)
+	not only_accepted_mounts(v)
 	msg := sprintf("%s: hostPath volume `%s` path `%s` is outside every hostPath root of {layout_text}: {roots_text}; move it below a root", [subject, v.name, v.path])
 }}
 
@@ -205,6 +230,7 @@ violation contains {{"msg": msg}} if {{
 violation contains {{"msg": msg}} if {{
 	some c in mounting
 	c.securityContext.privileged == true
+	not exempt
 	msg := sprintf("%s: container `%s` is privileged and mounts a hostPath volume: a privileged container runs unconfined, so the labels of {layout_text} do not hold it", [subject, c.name])
 }}
 
@@ -227,6 +253,12 @@ violation contains {{"msg": msg}} if {{
         layout_text = sprintf_safe(&layout),
         roots_text = sprintf_safe(&Judgement::list(&judgement.roots)),
         types_text = sprintf_safe(&judgement.workload_types.join(", ")),
+        default_namespace = layout::model::PrivilegedException::DEFAULT_NAMESPACE,
+        exceptions = if judgement.privileged_exceptions.is_empty() {
+            "set()".to_owned()
+        } else {
+            set(&judgement.privileged_exceptions)
+        },
     ));
     rego.push_str("\nprotected_paths := [\n");
     for protected in &judgement.protected {
