@@ -333,7 +333,11 @@ impl Statement {
             Statement::Allow { source, target, .. } | Statement::Transition { source, target } => {
                 vec![source, target]
             }
-            Statement::Members { types, .. } => types.iter().map(String::as_str).collect(),
+            // The attribute counts too: a store module's attribute (the
+            // container domains joined by an agent) may be missing.
+            Statement::Members { attribute, types } => std::iter::once(attribute.as_str())
+                .chain(types.iter().map(String::as_str))
+                .collect(),
             Statement::MembersExcept { of, except, .. } => vec![of, except],
             Statement::AllowPerms { source, target, .. } => vec![source, target],
             Statement::Booleanif {
