@@ -10,7 +10,7 @@
 
 use serde::Serialize;
 
-use crate::judgement::{
+use crate::decision::{
     Judgement, PodSpecAt, HOST_PATH_TYPES, OS_LABELS, PERSISTENT_VOLUME, POD_KINDS,
 };
 use crate::pattern::BACKSTEP;

@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use crate::cel::{CelRules, Validation, Variable};
-use crate::judgement::{PERSISTENT_VOLUME, POD_KINDS};
+use crate::decision::{PERSISTENT_VOLUME, POD_KINDS};
 use crate::vap::Object;
 use crate::{Action, Metadata};
 

@@ -12,8 +12,8 @@
 //! host leads, what a `subPathExpr` expands to, paths made at run time.
 
 mod cel;
+mod decision;
 mod gatekeeper;
-mod judgement;
 mod kyverno;
 mod pattern;
 mod rego;
@@ -24,8 +24,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 pub use cel::{literal as cel_literal, CelRules, Validation, Variable};
+pub use decision::{Declared, Judgement, PodKind, PodSpecAt, PERSISTENT_VOLUME, POD_KINDS};
 pub use gatekeeper::CONSTRAINT_KIND;
-pub use judgement::{Declared, Judgement, PodKind, PodSpecAt, PERSISTENT_VOLUME, POD_KINDS};
 pub use rego::PACKAGE as REGO_PACKAGE;
 
 /// The name of every object emitted.

@@ -2,7 +2,7 @@
 //! rules as `cel`, the same regular expressions (Rego's `regex.match` is
 //! RE2 too), written as `violation` rules.
 
-use crate::judgement::{
+use crate::decision::{
     Judgement, PodSpecAt, HOST_PATH_TYPES, OS_LABELS, PERSISTENT_VOLUME, POD_KINDS,
 };
 use crate::pattern::{overlapping_any, BACKSTEP};

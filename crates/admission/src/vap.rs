@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use crate::cel::{CelRules, Validation, Variable};
-use crate::judgement::{PodKind, PERSISTENT_VOLUME, POD_KINDS};
+use crate::decision::{PodKind, PERSISTENT_VOLUME, POD_KINDS};
 use crate::{Action, Metadata, POLICY_NAME};
 
 #[derive(Serialize)]
