@@ -42,17 +42,8 @@ pub struct Judgement {
     pub privileged_exceptions: Vec<String>,
 }
 
-/// hostPath `type` values the API server accepts (`""`: no check).
-pub const HOST_PATH_TYPES: [&str; 8] = [
-    "",
-    "DirectoryOrCreate",
-    "Directory",
-    "FileOrCreate",
-    "File",
-    "Socket",
-    "CharDevice",
-    "BlockDevice",
-];
+/// hostPath `type` values the API server accepts, as `check` judges them.
+pub use k8s::VALID_HOST_PATH_TYPES as HOST_PATH_TYPES;
 
 /// Node labels that pin a pod's operating system, in the order `check`
 /// reads them.

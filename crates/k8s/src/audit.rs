@@ -160,7 +160,7 @@ pub static RULES: [&Rule; 14] = [
 ];
 
 /// hostPath types the API server accepts (`""` is "no check").
-const VALID_HOST_PATH_TYPES: [&str; 8] = [
+pub const VALID_HOST_PATH_TYPES: [&str; 8] = [
     "",
     "DirectoryOrCreate",
     "Directory",
