@@ -20,10 +20,7 @@ use crate::support::{data, venv_python};
 
 /// The kinds admission judges.
 fn judged(kind: &str) -> bool {
-    admission::POD_KINDS
-        .iter()
-        .chain([&admission::PERSISTENT_VOLUME])
-        .any(|k| k.kind == kind)
+    k8s::PodKind::named(kind).is_some()
 }
 
 /// Whether `check --k8s` reports a hostPath error for `object`; `None`

@@ -10,9 +10,9 @@
 
 use serde::Serialize;
 
-use crate::decision::{
-    Judgement, PodSpecAt, HOST_PATH_TYPES, OS_LABELS, PERSISTENT_VOLUME, POD_KINDS,
-};
+use k8s::{PodSpecAt, OS_LABELS, PERSISTENT_VOLUME, POD_KINDS};
+
+use crate::decision::{Judgement, HOST_PATH_TYPES};
 use crate::pattern::BACKSTEP;
 
 /// `variables[]`: a name and its expression, evaluated in order.

@@ -2,9 +2,9 @@
 //! rules as `cel`, the same regular expressions (Rego's `regex.match` is
 //! RE2 too), written as `violation` rules.
 
-use crate::decision::{
-    Judgement, PodSpecAt, HOST_PATH_TYPES, OS_LABELS, PERSISTENT_VOLUME, POD_KINDS,
-};
+use k8s::{PodSpecAt, OS_LABELS, PERSISTENT_VOLUME, POD_KINDS};
+
+use crate::decision::{Judgement, HOST_PATH_TYPES};
 use crate::pattern::{overlapping_any, BACKSTEP};
 
 /// The Rego package (Gatekeeper requires it to be unique per template).
