@@ -487,7 +487,7 @@ fn generated(seed: u64, count: usize, rules: &HostPathRules) -> Vec<Value> {
 fn the_policy_denies_exactly_what_check_denies_on_generated_pods() {
     let (judgement, rules) = default_judgement();
     let seed = 0x5e3a_41f0_2026_0001;
-    let objects = generated(seed, 600, &rules);
+    let objects = generated(seed, 1200, &rules);
     let denied = objects
         .iter()
         .filter(|o| check_denies(o, &rules) == Some(true))
