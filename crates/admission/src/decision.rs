@@ -241,3 +241,135 @@ fn overlap(a: &HostPath, b: &HostPath) -> bool {
     let b = if b.is_empty() { "/" } else { b };
     layout::model::is_within(a, b) || layout::model::is_within(b, a)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pattern::PathTest;
+    use k8s::{NormalPath, Verdict};
+    use regex::Regex;
+
+    fn default_judgement() -> Judgement {
+        // The base type the default layout names (`baseType: true`); the
+        // base policy's other types do not matter to hostPaths.
+        let base = layout::manifest::BaseFacts {
+            types: ["container_file_t".to_owned()].into(),
+            adopt_existing: false,
+        };
+        let parsed = layout::manifest::default_layout(&base).unwrap();
+        Judgement::of(&parsed)
+    }
+
+    fn is_in(test: &PathTest, raw: &str) -> bool {
+        test.terms.iter().any(|term| {
+            Regex::new(&term.include).unwrap().is_match(raw)
+                && !term
+                    .exclude
+                    .as_ref()
+                    .is_some_and(|e| Regex::new(e).unwrap().is_match(raw))
+        })
+    }
+
+    /// Written paths: every layout path and host path, a name below and
+    /// beside each, an ancestor, each spelled plainly and with `//`, `/./`
+    /// and a trailing `/`.
+    fn written_paths(judgement: &Judgement) -> Vec<String> {
+        let mut normal: Vec<String> = vec!["/".to_owned(), "/var".to_owned()];
+        for domain in &judgement.rules.domains {
+            normal.extend(domain.paths.iter().map(|p| p.path.to_string()));
+        }
+        normal.extend(judgement.rules.protected.iter().map(|p| p.path.to_string()));
+        for class in HOST_CLASSES {
+            normal.extend(class.paths.iter().map(|h| h.path.to_owned()));
+        }
+        let mut raw = Vec::new();
+        for path in normal {
+            let parent = path.rsplit_once('/').map_or("/", |(p, _)| p).to_owned();
+            for variant in [
+                path.clone(),
+                format!("{path}/x"),
+                format!("{path}x"),
+                format!("{path}0n1"),
+                format!("{path}/"),
+                format!("/{}", path.replace('/', "//")),
+                path.replacen('/', "/./", 2),
+                if parent.is_empty() {
+                    "/".to_owned()
+                } else {
+                    parent
+                },
+            ] {
+                raw.push(variant);
+            }
+        }
+        raw.sort();
+        raw.dedup();
+        raw
+    }
+
+    #[test]
+    fn each_domain_test_grants_what_check_grants() {
+        let judgement = default_judgement();
+        let raw = written_paths(&judgement);
+        let mut granted = 0;
+        for domain in &judgement.rules.domains {
+            let test = Judgement::grant_test(domain);
+            for raw in &raw {
+                let normal = NormalPath::parse(raw).unwrap();
+                let expected = domain.judge(&normal) != Verdict::NotGranted;
+                granted += usize::from(expected);
+                assert_eq!(
+                    is_in(&test, raw),
+                    expected,
+                    "{raw} for {} ({test:?})",
+                    domain.selinux_type
+                );
+            }
+        }
+        assert!(granted > 50, "the corpus exercises grants ({granted})");
+        // Control: without the exclusions (a more specific class the
+        // domain lacks, a deeper path granting nothing) the tests grant
+        // too much, and the comparison says so.
+        let naive_wrong = judgement
+            .rules
+            .domains
+            .iter()
+            .flat_map(|domain| {
+                let mut naive = Judgement::grant_test(domain);
+                naive.terms.iter_mut().for_each(|t| t.exclude = None);
+                raw.iter()
+                    .filter(|raw| {
+                        let normal = NormalPath::parse(raw).unwrap();
+                        is_in(&naive, raw) != (domain.judge(&normal) != Verdict::NotGranted)
+                    })
+                    .map(|raw| format!("{} {raw}", domain.selinux_type))
+                    .collect::<Vec<_>>()
+            })
+            .collect::<Vec<_>>();
+        assert!(
+            naive_wrong.iter().any(|w| w.contains("/sys/fs/bpf"))
+                && naive_wrong.iter().any(|w| w.contains("/var/log/audit")),
+            "{naive_wrong:?}"
+        );
+    }
+
+    #[test]
+    fn the_protected_test_is_checks_protection() {
+        let judgement = default_judgement();
+        let test = judgement.protected_test();
+        for raw in written_paths(&judgement) {
+            let normal = NormalPath::parse(&raw).unwrap();
+            let expected = judgement.rules.protection(&normal).is_some();
+            assert_eq!(is_in(&test, &raw), expected, "{raw}");
+            let by_one = judgement
+                .rules
+                .protected
+                .iter()
+                .any(|p| is_in(&Judgement::protects(p), &raw));
+            assert_eq!(by_one, expected, "{raw}");
+        }
+        // The carve-out is not protected; what is beside it is.
+        assert!(!is_in(&test, "/var/lib/kubelet/pods/x"));
+        assert!(is_in(&test, "/var/lib/kubelet/checkpoints"));
+    }
+}
