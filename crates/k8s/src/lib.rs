@@ -46,6 +46,7 @@ pub use judgement::{
 pub use load::{parse_source, parse_str};
 pub use path::{HostPathError, NormalPath};
 pub use workload::{
-    ContainerKind, HostPathMount, HostPathVolume, InvalidDocument, Invalidity, Manifests,
-    PatchKind, PathOrigin, SkipReason, SkippedFile, SkippedObject, SourceFile, Sourced, Workload,
+    ContainerKind, ContainerSpot, HostPathMount, HostPathVolume, InvalidDocument, Invalidity,
+    Manifests, PatchKind, PathOrigin, SelinuxSpots, SkipReason, SkippedFile, SkippedObject,
+    SourceFile, Sourced, TypeSpot, Workload,
 };
