@@ -39,7 +39,7 @@ impl SourceFile {
         &self.name
     }
 
-    pub(crate) fn text(&self) -> &str {
+    pub fn text(&self) -> &str {
         &self.text
     }
 
@@ -53,6 +53,22 @@ impl SourceFile {
             .map_or(self.text.len(), |next| next - 1);
         let line = self.text.get(start..end)?;
         Some(line.strip_suffix('\r').unwrap_or(line))
+    }
+
+    /// The byte offset of 1-based `line` and character `column` (the
+    /// parser's positions), if the file has it; a column one past the end
+    /// of the line is its end.
+    pub(crate) fn offset(&self, line: u32, column: u32) -> Option<usize> {
+        let index = usize::try_from(line).ok()?.checked_sub(1)?;
+        let start = *self.line_starts.get(index)?;
+        let end = self
+            .line_starts
+            .get(index + 1)
+            .map_or(self.text.len(), |next| next - 1);
+        let text = self.text.get(start..end)?;
+        let skip = usize::try_from(column).ok()?.checked_sub(1)?;
+        let mut chars = text.char_indices().map(|(at, _)| at).chain([text.len()]);
+        chars.nth(skip).map(|at| start + at)
     }
 
     /// `pos` in this file.
