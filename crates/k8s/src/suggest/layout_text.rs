@@ -273,14 +273,22 @@ fn add_to_collection(
         let rest = &code[found + pattern.len()..];
         let value = rest.trim_start();
         if value.starts_with(open) {
-            let open_at = line.start + found + pattern.len() + (rest.len() - value.len());
+            // A flow collection: the item goes last, before its closing
+            // bracket when that is on the same line, else first.
+            let open_at = found + pattern.len() + (rest.len() - value.len());
             let empty = value[1..].trim_start().starts_with(close);
-            let insert = match (kind, empty) {
-                (_, true) => format!(" {item} "),
-                (Collection::Mapping, false) => format!(" {item},"),
-                (Collection::Sequence, false) => format!("{item}, "),
+            if empty {
+                return Some((line.start + open_at + 1, format!(" {item} ")));
+            }
+            if let Some(close_at) = closing(code, open_at, open, close) {
+                let before = code[..close_at].trim_end().len();
+                return Some((line.start + before, format!(", {item}")));
+            }
+            let insert = match kind {
+                Collection::Mapping => format!(" {item},"),
+                Collection::Sequence => format!("{item}, "),
             };
-            return Some((open_at + 1, insert));
+            return Some((line.start + open_at + 1, insert));
         }
         if !value.is_empty() {
             return None;
@@ -311,6 +319,23 @@ fn add_to_collection(
         head.end,
         format!("{}{whole}\n", " ".repeat(head.indent() + 2)),
     ))
+}
+
+/// The offset of the bracket closing the one at `open_at` in `code`, if
+/// it is there (quotes are not expected in keys and levels).
+fn closing(code: &str, open_at: usize, open: char, close: char) -> Option<usize> {
+    let mut depth = 0usize;
+    for (at, c) in code[open_at..].char_indices() {
+        if c == open {
+            depth += 1;
+        } else if c == close {
+            depth -= 1;
+            if depth == 0 {
+                return Some(open_at + at);
+            }
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -383,7 +408,7 @@ metadata: { name: t }
 spec:
   domains:
     # the runtime
-    containerd: { type: containerd_t, transitions: [agent, pods] }
+    containerd: { type: containerd_t, transitions: [pods, agent] }
     pods: { type: container_t, workload: true }
     kubelet:
       type: kubelet_t
@@ -399,7 +424,7 @@ spec:
 
     - path: /var/mnt # the root
       type: var_mnt_t
-      access: { agent: read, pods: write }
+      access: { pods: write, agent: read }
       hostPath: true
     - { access: { agent: read }, path: /var/lib, type: var_lib_t }
 
