@@ -209,6 +209,14 @@ pub fn print_json<T: serde::Serialize>(version: u32, report: &T) -> anyhow::Resu
     Ok(())
 }
 
+/// Prints each of `problems` on stderr as `semanifest: KIND: problem`,
+/// the form every node command reports what it skipped or refused.
+pub fn print_problems<T: std::fmt::Display>(kind: &str, problems: &[T]) {
+    for problem in problems {
+        eprintln!("semanifest: {kind}: {problem}");
+    }
+}
+
 /// Writes `bytes` to standard output. A closed pipe (`| head`) is an
 /// error that [`exit`] turns into a quiet exit 0.
 pub fn print_stdout(bytes: &[u8]) -> std::io::Result<()> {
