@@ -197,15 +197,29 @@ pub fn suggest(
     let mut patches: Vec<(usize, Option<String>)> = Vec::new();
 
     for (index, workload) in manifests.workloads.iter().enumerate() {
-        if workload.pinned_os.is_some()
-            || workload.selinux_spots.is_none()
-            || workload
-                .host_path_volumes
-                .iter()
-                .all(|v| v.mounts.is_empty())
-        {
+        if workload.pinned_os.is_some() || workload.host_path_volumes.is_empty() {
             continue;
         }
+        // A PersistentVolume's path, and volumes no container mounts, are
+        // judged as the pod domain's whatever type a pod runs as.
+        let unmovable = if workload.selinux_spots.is_none() {
+            Some(
+                "a PersistentVolume gives its host path to every pod that claims it, judged as \
+                 the pod domain's: suggest moves workloads into domains, not volumes; move the \
+                 path below a hostPath root of the layout",
+            )
+        } else if workload
+            .host_path_volumes
+            .iter()
+            .all(|v| v.mounts.is_empty())
+        {
+            Some(
+                "no container mounts its hostPath volumes, so they are judged as the pod \
+                 domain's whatever its type: drop them, or move them below a hostPath root",
+            )
+        } else {
+            None
+        };
         let mut report = WorkloadSuggestion {
             file: workload.source.name().to_owned(),
             line: workload.kind.position.line,
@@ -223,6 +237,14 @@ pub fn suggest(
         };
         let current = current_domain(workload, &rules);
         let before = errors_of(&audit_workload(workload, &rules));
+        if let Some(why) = unmovable {
+            if !before.is_empty() {
+                report.errors.push(why.to_owned());
+                reports.push(report);
+                patches.push((index, None));
+            }
+            continue;
+        }
         if before.is_empty() {
             report.domain = current.map(|d| chosen(d, false));
             reports.push(report);
@@ -802,4 +824,96 @@ fn type_edits(workload: &Workload, selinux_type: &str) -> Result<Vec<Edit>, Stri
         }
     }
     Ok(edits)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse_str;
+    use layout::manifest::default_layout;
+
+    fn run(yaml: &str) -> Suggestion {
+        // The base policy's type the default layout adopts.
+        let facts = BaseFacts {
+            types: ["container_file_t".to_owned()].into(),
+            adopt_existing: false,
+        };
+        let base = default_layout(&facts).unwrap();
+        let manifests = parse_str("m.yaml", yaml);
+        let sources: Vec<Arc<SourceFile>> = manifests
+            .workloads
+            .first()
+            .map(|w| Arc::clone(&w.source))
+            .into_iter()
+            .collect();
+        suggest(&base, &facts, &manifests, &sources).unwrap()
+    }
+
+    fn pod(name: &str, path: &str, read_only: bool) -> String {
+        format!(
+            "kind: Pod\nmetadata: {{name: {name}}}\nspec:\n  containers:\n  - name: c\n    \
+             volumeMounts: [{{name: v, mountPath: /v, readOnly: {read_only}}}]\n  volumes:\n  \
+             - {{name: v, hostPath: {{path: {path}}}}}\n"
+        )
+    }
+
+    #[test]
+    fn two_workloads_share_a_new_path_but_never_a_domain() {
+        let yaml = [
+            pod("etcd", "/var/lib/docker/containers", true),
+            pod("etcd", "/var/lib/docker/containers/x", false),
+            pod("shipper", "/var/lib/docker/containers", false),
+        ]
+        .join("---\n");
+        let suggestion = run(&yaml);
+        let domains: Vec<(String, bool)> = suggestion
+            .workloads
+            .iter()
+            .map(|w| {
+                let domain = w.domain.as_ref().unwrap();
+                (domain.selinux_type.clone(), w.status == Status::Confined)
+            })
+            .collect();
+        assert_eq!(
+            domains,
+            [
+                ("etcd_2_t".to_owned(), true),
+                ("etcd_3_t".to_owned(), true),
+                ("shipper_t".to_owned(), true),
+            ]
+        );
+        let text = &suggestion.layout_text;
+        assert_eq!(
+            text.matches("- path: /var/lib/docker/containers\n").count(),
+            1
+        );
+        assert!(
+            text.contains("access: { etcd-2: read, shipper: write }"),
+            "{text}"
+        );
+        assert!(text.contains("# suggested for Pod etcd\n    # suggested for Pod shipper\n"));
+        assert!(text.contains("transitions: [pods, csi, cni, log-reader, monitor, device-plugin, etcd-2, etcd-3, shipper]"));
+    }
+
+    #[test]
+    fn persistent_volumes_and_unmounted_volumes_are_reported_not_moved() {
+        let suggestion = run(
+            "kind: PersistentVolume\nmetadata: {name: pv}\nspec: {hostPath: {path: /srv}}\n---\n\
+             kind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c}]\n  \
+             volumes: [{name: v, hostPath: {path: /srv}}]\n",
+        );
+        let statuses: Vec<(&str, Status, usize)> = suggestion
+            .workloads
+            .iter()
+            .map(|w| (w.kind.as_str(), w.status, w.remaining.len()))
+            .collect();
+        assert_eq!(
+            statuses,
+            [
+                ("PersistentVolume", Status::NotConfined, 1),
+                ("Pod", Status::NotConfined, 1)
+            ]
+        );
+        assert_eq!(suggestion.files[0].patched, 0);
+    }
 }
