@@ -358,3 +358,55 @@ metadata: {name: x}
     assert_eq!(json["workloads"][0]["domain"]["new"], false);
     assert_eq!(json["workloads"][0]["status"], "confined");
 }
+
+/// On the unmodified upstream manifests (CSI drivers, CNI agents, log
+/// shippers, monitors, device plugins, kubeadm's static pods): the
+/// suggested layout builds, `check` on the patched manifests finds
+/// exactly the errors suggest's own judgement left, and every workload
+/// left with one was told why.
+#[test]
+fn upstream_round_trip_leaves_only_what_was_explained() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let output = suggest(
+        &[PathBuf::from("tests/data/k8s/upstream")],
+        &out,
+        &["--format", "json"],
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let workloads = report["workloads"].as_array().unwrap();
+    assert!(workloads.len() >= 10, "{report:#}");
+    let mut remaining = 0;
+    for workload in workloads {
+        let left = workload["remaining"].as_array().unwrap().len();
+        remaining += left;
+        if left > 0 {
+            assert!(
+                !workload["errors"].as_array().unwrap().is_empty(),
+                "unexplained: {workload:#}"
+            );
+        }
+    }
+    let build = run(semanifest()
+        .arg("build")
+        .arg("--layout")
+        .arg(out.join("layout.yaml"))
+        .arg("--out")
+        .arg(dir.path().join("build")));
+    assert_eq!(build.status.code(), Some(0), "{}", stderr(&build));
+    let check = run(semanifest()
+        .args(["check", "--format", "json", "--layout"])
+        .arg(out.join("layout.yaml"))
+        .arg("--k8s")
+        .arg(out.join("k8s")));
+    let json: serde_json::Value = serde_json::from_slice(&check.stdout).unwrap();
+    let errors = json["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["severity"] == "error")
+        .count();
+    assert_eq!(errors, remaining, "{json:#}");
+    assert!(remaining > 0);
+}

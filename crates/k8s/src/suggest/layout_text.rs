@@ -99,7 +99,9 @@ pub(super) fn render(text: &str, layout: &Layout, additions: &Additions) -> Resu
         let at = line_index(first.pos)
             .filter(|i| *i < lines.len())
             .ok_or("no domain line")?;
-        let key_indent = usize::try_from(first.pos.column).unwrap_or(1) - 1;
+        let key_indent = usize::try_from(first.pos.column)
+            .unwrap_or(1)
+            .saturating_sub(1);
         if lines[at].indent() != key_indent {
             return Err(
                 "spec.domains is a flow mapping; write it in block style to add domains".to_owned(),
