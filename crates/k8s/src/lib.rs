@@ -27,6 +27,7 @@ mod api;
 mod audit;
 mod files;
 mod judgement;
+mod kinds;
 mod load;
 mod path;
 mod stream;
@@ -44,6 +45,7 @@ pub use judgement::{
     ClassPath, DomainChoice, DomainKind, DomainRules, HostClassGrant, HostPathRules, MountAccess,
     PathGrant, PrivilegedExceptionRule, ProtectedPath, Protection, Verdict,
 };
+pub use kinds::{PodKind, PodSpecAt, OS_LABELS, PERSISTENT_VOLUME, POD_KINDS};
 pub use load::{parse_source, parse_str};
 pub use path::{HostPathError, NormalPath};
 pub use suggest::{

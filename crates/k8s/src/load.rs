@@ -8,7 +8,8 @@ use std::sync::Arc;
 use serde::de::IgnoredAny;
 use serde_saphyr::{Budget, DuplicateKeyPolicy, MessageFormatter, Spanned, UserMessageFormatter};
 
-use super::api::{self, is_list_kind, RawObject, Spec, WorkloadKind, OS_LABELS};
+use super::api::{self, is_list_kind, RawObject, Spec};
+use super::kinds::{PodKind, PodSpecAt, OS_LABELS};
 use super::stream;
 use super::workload::{
     ContainerKind, ContainerSpot, HostPathMount, HostPathVolume, InvalidDocument, Invalidity,
@@ -113,7 +114,7 @@ impl Doc<'_> {
         let mut skipped = Vec::new();
         for object in objects {
             let kind = object.value.kind?;
-            if WorkloadKind::of(&kind.value).is_some() || is_list_kind(&kind.value) {
+            if PodKind::named(&kind.value).is_some() || is_list_kind(&kind.value) {
                 return None;
             }
             skipped.push(SkippedObject {
@@ -234,7 +235,7 @@ impl Doc<'_> {
             }
             return;
         }
-        let Some(workload_kind) = WorkloadKind::of(&kind.value) else {
+        let Some(spec_at) = PodKind::named(&kind.value).map(|k| k.spec_at) else {
             out.skipped.push(SkippedObject {
                 source: Arc::clone(self.source),
                 kind: Some(kind),
@@ -243,7 +244,7 @@ impl Doc<'_> {
             });
             return;
         };
-        if workload_kind == WorkloadKind::PersistentVolume {
+        if spec_at == PodSpecAt::Absent {
             let host_path_volumes = spec
                 .and_then(|s| s.value.host_path)
                 .map(|host_path| {
@@ -269,18 +270,18 @@ impl Doc<'_> {
             });
             return;
         }
-        let pod = match workload_kind {
-            WorkloadKind::Pod => spec,
-            WorkloadKind::Controller => spec
+        let pod = match spec_at {
+            PodSpecAt::Spec => spec,
+            PodSpecAt::SpecTemplate => spec
                 .and_then(|s| s.value.template)
                 .and_then(|t| t.spec.map(|b| *b)),
-            WorkloadKind::CronJob => spec
+            PodSpecAt::JobTemplate => spec
                 .and_then(|s| s.value.job_template)
                 .and_then(|j| j.spec)
                 .and_then(|s| s.template)
                 .and_then(|t| t.spec.map(|b| *b)),
-            WorkloadKind::PodTemplate => template.and_then(|t| t.spec.map(|b| *b)),
-            WorkloadKind::PersistentVolume => None,
+            PodSpecAt::Template => template.and_then(|t| t.spec.map(|b| *b)),
+            PodSpecAt::Absent => None,
         };
         let (host_path_volumes, pinned_os, selinux_spots) = match pod {
             Some(pod) => {
