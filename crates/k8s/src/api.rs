@@ -30,7 +30,7 @@ pub(crate) struct RawObject {
     pub name: Option<String>,
     pub namespace: Option<String>,
     /// `spec`, when it may belong to a workload.
-    pub spec: Option<Spec>,
+    pub spec: Option<Spanned<Spec>>,
     /// Top-level `template` (PodTemplate), when it may belong to one.
     pub template: Option<PodTemplateSpec>,
     /// `items`, when the object may be a list.
@@ -57,7 +57,7 @@ pub(crate) struct Spec {
     pub containers: Option<Vec<Container>>,
     pub init_containers: Option<Vec<Container>>,
     pub ephemeral_containers: Option<Vec<Container>>,
-    pub security_context: Option<PodSecurityContext>,
+    pub security_context: Option<Spanned<PodSecurityContext>>,
     pub node_selector: Option<NodeSelector>,
     pub affinity: Option<Affinity>,
     // Controllers and Job.
@@ -70,7 +70,8 @@ pub(crate) struct Spec {
 
 #[derive(Deserialize, Default)]
 pub(crate) struct PodTemplateSpec {
-    pub spec: Option<Box<Spec>>,
+    /// The pod spec, located so that tools can set its SELinux type.
+    pub spec: Option<Box<Spanned<Spec>>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -282,13 +283,13 @@ pub(crate) struct VolumeMount {
 #[serde(rename_all = "camelCase")]
 pub(crate) struct SecurityContext {
     pub privileged: Option<Spanned<bool>>,
-    pub se_linux_options: Option<SeLinuxOptions>,
+    pub se_linux_options: Option<Spanned<SeLinuxOptions>>,
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct PodSecurityContext {
-    pub se_linux_options: Option<SeLinuxOptions>,
+    pub se_linux_options: Option<Spanned<SeLinuxOptions>>,
 }
 
 #[derive(Deserialize)]
