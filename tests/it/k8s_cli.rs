@@ -477,3 +477,80 @@ fn k8s_alone_runs_no_policy_compiler() {
     assert_eq!(policy.status.code(), Some(2), "{}", stdout(&policy));
     assert!(stderr(&policy).contains("secilc"), "{}", stderr(&policy));
 }
+
+/// `check --layout L --k8s` on the corpus's privileged debugging pod: a
+/// layout naming it in `privilegedExceptions` turns the privileged error
+/// into a note at the same `privileged:` line, with the reason, and the
+/// run exits 0. Controls: the default layout, and an exception for the
+/// same name in another namespace, keep the error and exit 1.
+#[test]
+fn privileged_exceptions_through_the_cli() {
+    let pod = Path::new("tests/data/k8s/corpus/privileged-pod.yaml");
+    let privileged_line = fs::read_to_string(pod)
+        .unwrap()
+        .lines()
+        .position(|l| l.contains("privileged: true"))
+        .unwrap() as u64
+        + 1;
+    let dir = tempfile::tempdir().unwrap();
+    let layout_with = |namespace: &str| {
+        let layout = dir.path().join(format!("layout-{namespace}.yaml"));
+        let text = ::layout::manifest::DEFAULT_LAYOUT.replacen(
+            "\n  paths:\n",
+            &format!(
+                "\n  privilegedExceptions:\n    - {{ namespace: {namespace}, name: node-debugger, reason: inspects the node's processes }}\n  paths:\n"
+            ),
+            1,
+        );
+        assert_ne!(
+            text,
+            ::layout::manifest::DEFAULT_LAYOUT,
+            "no `paths:` in the default layout"
+        );
+        fs::write(&layout, text).unwrap();
+        layout
+    };
+    let check = |layout: Option<&Path>| {
+        let mut command = semanifest();
+        command.args(["check", "--format", "json"]);
+        if let Some(layout) = layout {
+            command.arg("--layout").arg(layout);
+        }
+        let output = run(command.arg("--k8s").arg(pod));
+        let json = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}{}", stdout(&output), stderr(&output)));
+        Report {
+            code: output.status.code(),
+            json,
+            stderr: stderr(&output),
+        }
+    };
+
+    let accepted = check(Some(&layout_with("default")));
+    assert_eq!(accepted.code, Some(0), "{:#}", accepted.json);
+    let note = accepted.find("k8s-privileged-accepted", privileged_line);
+    assert_eq!(note["severity"], "note", "{note:#}");
+    assert!(
+        note["message"]
+            .as_str()
+            .unwrap()
+            .contains("inspects the node's processes"),
+        "{note:#}"
+    );
+    assert_eq!(
+        rule_lines(&accepted, "k8s-hostpath-privileged"),
+        Vec::<u64>::new()
+    );
+
+    for control in [check(None), check(Some(&layout_with("kube-system")))] {
+        assert_eq!(control.code, Some(1), "{}", control.stderr);
+        assert_eq!(
+            rule_lines(&control, "k8s-hostpath-privileged"),
+            vec![privileged_line]
+        );
+        assert_eq!(
+            rule_lines(&control, "k8s-privileged-accepted"),
+            Vec::<u64>::new()
+        );
+    }
+}
