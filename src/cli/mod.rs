@@ -21,6 +21,7 @@ mod man;
 mod prune;
 mod relabel;
 mod rm;
+mod suggest;
 mod units;
 
 use std::path::Path;
@@ -83,6 +84,7 @@ enum Command {
     Prune(prune::Args),
     Relabel(relabel::Args),
     Rm(rm::Args),
+    Suggest(suggest::Args),
     Units(units::Args),
 }
 
@@ -103,6 +105,7 @@ pub fn run() -> ExitCode {
         Command::Prune(args) => prune::run(args),
         Command::Relabel(args) => relabel::run(args),
         Command::Rm(args) => rm::run(args),
+        Command::Suggest(args) => suggest::run(args),
         Command::Units(args) => units::run(args),
     };
     exit(result)
