@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Category, Kind, ManifestChange};
+use layout::model::host::Grant;
 use layout::model::{Access, Domain, Layout, PathRule};
 use policy::plan;
 
@@ -346,20 +347,31 @@ fn host_classes(domain: &DomainChange<'_>, out: &mut Vec<ManifestChange>) {
                     g.class.name
                 )
             });
-        out.push(
-            domain
-                .change(
-                    kind,
-                    format!(
-                        "host class `{class}` of `{key}`: {} → {}",
-                        levels(was),
-                        levels(now)
-                    ),
+        let mut change = domain
+            .change(
+                kind,
+                format!(
+                    "host class `{class}` of `{key}`: {} → {}",
                     levels(was),
-                    levels(now),
-                )
-                .security(security),
-        );
+                    levels(now)
+                ),
+                levels(was),
+                levels(now),
+            )
+            .security(security);
+        // The runtime that starts the domain mounts on the class's types
+        // (its volumes' mount points).
+        let class_grants = a
+            .host_grant(class)
+            .or_else(|| b.host_grant(class))
+            .map_or(&[][..], |g| g.class.standalone);
+        for grant in class_grants {
+            if let Grant::Files(t) | Grant::Device(t, _) | Grant::Socket { socket: t, .. } = *grant
+            {
+                change.policy_pairs.push(("*".to_owned(), t.to_owned()));
+            }
+        }
+        out.push(change);
     }
 }
 

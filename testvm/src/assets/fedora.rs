@@ -62,53 +62,27 @@ pub fn ensure(source: &Path, cache: &Path, work: &Path, semanifest: &Path) -> Re
         );
     }
     let key = key(source, semanifest)?;
-    let dir = cache.join("fedora").join(&key);
-    if VARIANTS
-        .iter()
-        .all(|v| store_module::complete(&dir.join(v), true))
-    {
-        say(format!("Fedora store: cached ({key})"));
-        return Ok(dir);
-    }
-    say(format!(
-        "Fedora store: {} + the layout's module, then + the module without its store owners",
-        source.display()
-    ));
-    let _ = fs::remove_dir_all(cache.join("fedora"));
-    let partial = cache.join("fedora").join(format!("{key}.partial"));
-    fs::create_dir_all(&partial)?;
-    let store = work.join("fedora-store");
-    if source.is_dir() {
-        store_module::copy_root(source, &store)?;
-    } else {
-        fs::create_dir_all(&store)?;
-        host::output(
-            Command::new("tar")
-                .arg("-C")
-                .arg(&store)
-                .args(["--zstd", "-xf"])
-                .arg(source),
-            "tar --zstd -xf (the Fedora store)",
-        )
-        .with_context(|| format!("cannot unpack {}", source.display()))?;
-    }
-    store_module::install(
-        semanifest,
-        &store,
-        None,
-        work,
-        "fedora",
-        &partial.join("module"),
-    )?;
-    let no_owner = store_module::layout_without_owner(semanifest, work)?;
-    store_module::install(
-        semanifest,
-        &store,
-        Some(&no_owner),
-        work,
-        "fedora-no-owner",
-        &partial.join("no-owner"),
-    )?;
-    fs::rename(&partial, &dir)?;
-    Ok(dir)
+    let what = "Fedora store";
+    store_module::cached(cache, "fedora", &key, &VARIANTS, what, |partial| {
+        say(format!(
+            "{what}: {} + the layout's module, then + the module without its store owners",
+            source.display()
+        ));
+        let store = work.join("fedora-store");
+        if source.is_dir() {
+            store_module::copy_root(source, &store)?;
+        } else {
+            fs::create_dir_all(&store)?;
+            host::output(
+                Command::new("tar")
+                    .arg("-C")
+                    .arg(&store)
+                    .args(["--zstd", "-xf"])
+                    .arg(source),
+                "tar --zstd -xf (the Fedora store)",
+            )
+            .with_context(|| format!("cannot unpack {}", source.display()))?;
+        }
+        store_module::install_with_control(semanifest, &store, work, "fedora", partial)
+    })
 }

@@ -7,7 +7,6 @@
 //! `cache/refpolicy/KEY`, KEY a digest of those; a partial build never has
 //! the final name.
 
-use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -49,44 +48,18 @@ fn key(repo: &Path, semanifest: &Path) -> Result<String> {
 /// file_contexts.subs_dist.
 pub fn ensure(repo: &Path, cache: &Path, work: &Path, semanifest: &Path) -> Result<PathBuf> {
     let key = key(repo, semanifest)?;
-    let dir = cache.join("refpolicy").join(&key);
-    if VARIANTS
-        .iter()
-        .all(|v| store_module::complete(&dir.join(v), *v != "stock"))
-    {
-        say(format!("refpolicy stores: cached ({key})"));
-        return Ok(dir);
-    }
-    say("refpolicy stores: Debian's store + container module, then + the layout's module, then + the module without its store owners");
-    let _ = fs::remove_dir_all(cache.join("refpolicy"));
-    let partial = cache.join("refpolicy").join(format!("{key}.partial"));
-    fs::create_dir_all(&partial)?;
-    let store = work.join("refpolicy-store");
-    host::run_logged(
-        Command::new(repo.join("scripts/refpolicy-store")).arg(&store),
-        &work.join("refpolicy-store.log"),
-        "scripts/refpolicy-store",
-    )?;
-    store_module::copy_policy(&store, &partial.join("stock"))?;
-    store_module::install(
-        semanifest,
-        &store,
-        None,
-        work,
-        "refpolicy",
-        &partial.join("module"),
-    )?;
-    let no_owner = store_module::layout_without_owner(semanifest, work)?;
-    store_module::install(
-        semanifest,
-        &store,
-        Some(&no_owner),
-        work,
-        "refpolicy-no-owner",
-        &partial.join("no-owner"),
-    )?;
-    fs::rename(&partial, &dir)?;
-    Ok(dir)
+    let what = "refpolicy stores";
+    store_module::cached(cache, "refpolicy", &key, &VARIANTS, what, |partial| {
+        say(format!("{what}: Debian's store + container module, then + the layout's module, then + the module without its store owners"));
+        let store = work.join("refpolicy-store");
+        host::run_logged(
+            Command::new(repo.join("scripts/refpolicy-store")).arg(&store),
+            &work.join("refpolicy-store.log"),
+            "scripts/refpolicy-store",
+        )?;
+        store_module::copy_policy(&store, &partial.join("stock"))?;
+        store_module::install_with_control(semanifest, &store, work, "refpolicy", partial)
+    })
 }
 
 /// The stores boot 3 loads, by directory: guest/suite's `refpolicy-NAME`.

@@ -10,7 +10,7 @@ use std::process::Command;
 
 use anyhow::{ensure, Context as _, Result};
 
-use crate::host;
+use crate::host::{self, say};
 use crate::report::Row;
 
 /// The files of a store's installed policy a guest needs: the binary
@@ -102,6 +102,57 @@ pub fn install(
     copy_policy(&copy, dest)?;
     fs::write(dest.join(PREDICTION), compare(&module, dest)?)?;
     Ok(())
+}
+
+/// The layout's module installed into a copy of `store` (`dest/module`),
+/// and, the control, the module built without its store owners
+/// (`dest/no-owner`); `tag` as for [`install`].
+pub fn install_with_control(
+    semanifest: &Path,
+    store: &Path,
+    work: &Path,
+    tag: &str,
+    dest: &Path,
+) -> Result<()> {
+    install(semanifest, store, None, work, tag, &dest.join("module"))?;
+    let no_owner = layout_without_owner(semanifest, work)?;
+    install(
+        semanifest,
+        store,
+        Some(&no_owner),
+        work,
+        &format!("{tag}-no-owner"),
+        &dest.join("no-owner"),
+    )
+}
+
+/// `cache/FAMILY/KEY`, holding `variants` (every one but `stock` with the
+/// module's prediction): as cached, or made by `build` in
+/// `cache/FAMILY/KEY.partial`, which gets the final name only once
+/// complete. Older keys of the family are removed. `what` names the
+/// stores in the progress lines.
+pub fn cached(
+    cache: &Path,
+    family: &str,
+    key: &str,
+    variants: &[&str],
+    what: &str,
+    build: impl FnOnce(&Path) -> Result<()>,
+) -> Result<PathBuf> {
+    let dir = cache.join(family).join(key);
+    if variants
+        .iter()
+        .all(|v| complete(&dir.join(v), *v != "stock"))
+    {
+        say(format!("{what}: cached ({key})"));
+        return Ok(dir);
+    }
+    let _ = fs::remove_dir_all(cache.join(family));
+    let partial = cache.join(family).join(format!("{key}.partial"));
+    fs::create_dir_all(&partial)?;
+    build(&partial)?;
+    fs::rename(&partial, &dir)?;
+    Ok(dir)
 }
 
 /// `identical`, or each predicted file that is not what semodule
