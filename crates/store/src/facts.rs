@@ -5,10 +5,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+use super::cache::{self, Cache};
 use super::open::Store;
 use super::StoreError;
 use policy::cil_scan;
-use policy::setools::{self, allow_pairs, SetoolsError};
+use policy::setools::{allow_pairs, SetoolsError};
 
 /// The module libsemanage treats as the base: names it declares are always
 /// there, so references to them need no `optional` block.
@@ -50,19 +51,21 @@ pub struct Facts {
 impl Facts {
     /// Reads `policy` (the store compiled without our module) and scans the
     /// store's modules.
-    pub(crate) fn read(store: &Store, policy: &Path) -> Result<Facts, StoreError> {
+    pub(crate) fn read(store: &Store, policy: &Path, cache: &Cache) -> Result<Facts, StoreError> {
         let mut facts = Facts::default();
         // Two independent readers of the same file: run them side by side.
         let (names, transitions) = std::thread::scope(|scope| {
             let names = scope.spawn(|| {
-                setools::run(
+                cache::setools(
+                    cache,
                     "seinfo",
                     &["-x", "-t", "-a", "-c", "--common", "-b"],
                     policy,
                 )
             });
             let transitions = scope.spawn(|| {
-                setools::run(
+                cache::setools(
+                    cache,
                     "sesearch",
                     &["-A", "-c", "process", "-p", "transition,dyntransition"],
                     policy,

@@ -9,6 +9,7 @@
 //! `expand-check` says, and every claim about labels is proven by looking
 //! keys up in the predicted `file_contexts`.
 
+mod cache;
 mod carry;
 mod compile;
 mod conditions;
