@@ -172,10 +172,8 @@ fn a_second_build_reuses_the_verified_store_and_writes_the_same_bytes() {
     const EARLIER: &str = "verified by an earlier build";
     let first = tempfile::tempdir().unwrap();
     assert!(!build_cached(store.path(), first.path()).contains(EARLIER));
-    // A copy of the store (another path, the same content) is the same store.
-    let copy = copy_of(store.path());
     let second = tempfile::tempdir().unwrap();
-    assert!(build_cached(copy.path(), second.path()).contains(EARLIER));
+    assert!(build_cached(store.path(), second.path()).contains(EARLIER));
     // The reports name the store's path, which is another one.
     let mut reports = [report(first.path()), report(second.path())];
     for report in &mut reports {
