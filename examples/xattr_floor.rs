@@ -3,9 +3,10 @@
 //! every object's `security.selinux` the way the relabeler does — each
 //! directory opened for listing by its name (`openat2`, no symlink, no
 //! mount point), `statx`ed and read through its fd; every other entry
-//! `statx`ed by its name and read with `lgetxattr(NAME)` from the worker's
-//! own working directory — but no lookup, no comparison, no path, no
-//! digest bookkeeping and no writes.
+//! read with `lgetxattr(NAME)` from the worker's own working directory,
+//! its kind taken from `getdents` (`statx`ed first only where the
+//! filesystem does not say) — but no lookup, no comparison, no path, no
+//! mount table, no digest bookkeeping and no writes.
 //!
 //! Usage: `xattr_floor [--jobs N] DIR...`; prints `objects seconds`.
 
@@ -96,15 +97,17 @@ fn visit<'s>(scope: &rayon::Scope<'s>, objects: &'s AtomicU64, dir: OwnedFd) {
             });
         } else {
             count += 1;
-            read_named(&dir, id, name, &mut label);
+            read_named(&dir, id, name, entry.file_type(), &mut label);
         }
     }
     objects.fetch_add(count, Ordering::Relaxed);
 }
 
-/// What the relabeler does for an entry that is not a directory.
-fn read_named(dir: &OwnedFd, id: DirId, name: &CStr, label: &mut [u8]) {
-    if Meta::at(dir, name).is_ok() {
-        let _ = working_dir::entry(dir.as_fd(), id, name).get(XATTR, label);
+/// What the relabeler does for an entry listed as anything but a
+/// directory whose label matches.
+fn read_named(dir: &OwnedFd, id: DirId, name: &CStr, listed: FileType, label: &mut [u8]) {
+    if listed == FileType::Unknown && Meta::at(dir, name).is_err() {
+        return;
     }
+    let _ = working_dir::entry(dir.as_fd(), id, name).get(XATTR, label);
 }

@@ -40,12 +40,18 @@ pub struct StoreArgs {
     pub maps: Vec<(String, String)>,
 }
 
-fn parse_map(text: &str) -> Result<(String, String), String> {
-    let (domain, store_type) = text.split_once('=').ok_or("expected DOMAIN=TYPE")?;
-    if domain.is_empty() || store_type.is_empty() {
-        return Err("expected DOMAIN=TYPE".to_owned());
+/// A `--map` value that is not `DOMAIN=TYPE` with both sides named.
+#[derive(Debug, thiserror::Error)]
+#[error("expected DOMAIN=TYPE")]
+struct MapArgError;
+
+fn parse_map(text: &str) -> Result<(String, String), MapArgError> {
+    match text.split_once('=') {
+        Some((domain, store_type)) if !domain.is_empty() && !store_type.is_empty() => {
+            Ok((domain.to_owned(), store_type.to_owned()))
+        }
+        _ => Err(MapArgError),
     }
-    Ok((domain.to_owned(), store_type.to_owned()))
 }
 
 impl StoreArgs {

@@ -61,7 +61,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     for result in quota::usage(&root, &parsed.layout) {
         match result {
             Ok(usage) => paths.push(usage),
-            Err(error) => errors.push(error),
+            Err(error) => errors.push(error.to_string()),
         }
     }
     if args.format.is_json() {

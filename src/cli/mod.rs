@@ -5,6 +5,7 @@
 //! rendered), and exits 2. A closed standard output (`| head`) ends the
 //! run quietly with exit 0, as ripgrep does.
 
+mod admission;
 mod apply;
 mod args;
 mod build;
@@ -61,6 +62,7 @@ pub struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    Admission(admission::Args),
     Apply(apply::Args),
     Build(build::Args),
     Check(check::Args),
@@ -88,6 +90,7 @@ pub fn run() -> ExitCode {
     let cli = Cli::parse();
     init_tracing(cli.verbose_log);
     let result = match cli.command {
+        Command::Admission(args) => admission::run(args),
         Command::Apply(args) => apply::run(args),
         Command::Build(args) => build::run(args),
         Command::Check(args) => check::run(args),

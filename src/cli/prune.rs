@@ -98,16 +98,21 @@ pub struct Args {
     keep_symlink: Vec<String>,
 }
 
-fn parse_lifecycle(value: &str) -> Result<Lifecycle, String> {
+/// Why a `--lifecycle` value is refused.
+#[derive(Debug, thiserror::Error)]
+enum LifecycleArgError {
+    #[error("persistent paths are never pruned by lifecycle; name them as PATH operands")]
+    Persistent,
+    #[error("unknown lifecycle `{0}` (expected `cache` or `ephemeral`)")]
+    Unknown(String),
+}
+
+fn parse_lifecycle(value: &str) -> Result<Lifecycle, LifecycleArgError> {
     match value {
         "cache" => Ok(Lifecycle::Cache),
         "ephemeral" => Ok(Lifecycle::Ephemeral),
-        "persistent" => Err(
-            "persistent paths are never pruned by lifecycle; name them as PATH operands".to_owned(),
-        ),
-        other => Err(format!(
-            "unknown lifecycle `{other}` (expected `cache` or `ephemeral`)"
-        )),
+        "persistent" => Err(LifecycleArgError::Persistent),
+        other => Err(LifecycleArgError::Unknown(other.to_owned())),
     }
 }
 

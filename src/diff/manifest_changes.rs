@@ -254,40 +254,72 @@ fn agent_changes(
     n: &Side<'_>,
     out: &mut Vec<ManifestChange>,
 ) {
-    let mut push =
-        |kind: Kind, message: String, before: String, after: String, security: Option<String>| {
-            out.push(
-                change(Category::Domain, kind, message)
-                    .of_domain(key)
-                    .values(Some(before), Some(after))
-                    .security(security)
-                    .pairs([either_side(&a.type_name), either_side(&b.type_name)].concat()),
-            );
-        };
+    let domain = DomainChange { key, a, b };
+    agent_flags(&domain, out);
+    host_classes(&domain, out);
+    capabilities(&domain, out);
+    connections(&domain, o, n, out);
+}
+
+/// One domain in both layouts.
+struct DomainChange<'a> {
+    key: &'a str,
+    a: &'a Domain,
+    b: &'a Domain,
+}
+
+impl DomainChange<'_> {
+    /// A change of the domain that may touch any rule of either type.
+    fn change(&self, kind: Kind, summary: String, before: String, after: String) -> ManifestChange {
+        change(Category::Domain, kind, summary)
+            .of_domain(self.key)
+            .values(Some(before), Some(after))
+            .pairs(
+                [
+                    either_side(&self.a.type_name),
+                    either_side(&self.b.type_name),
+                ]
+                .concat(),
+            )
+    }
+}
+
+/// `agent:` and `mcs:` turned on or off (a workload is MCS-separated
+/// whatever `mcs` says).
+fn agent_flags(domain: &DomainChange<'_>, out: &mut Vec<ManifestChange>) {
+    let DomainChange { key, a, b } = *domain;
     if a.agent != b.agent {
         let kind = if b.agent { Kind::Added } else { Kind::Removed };
         let verb = if b.agent { "becomes" } else { "is no longer" };
-        push(
+        out.push(domain.change(
             kind,
             format!("domain `{key}` {verb} an agent"),
             format!("agent: {}", a.agent),
             format!("agent: {}", b.agent),
-            None,
-        );
+        ));
     }
     if a.mcs != b.mcs && !(a.workload && b.workload) {
         let kind = if b.mcs { Kind::Added } else { Kind::Removed };
-        push(
-            kind,
-            format!(
-                "domain `{key}` {} MCS-separated",
-                if b.mcs { "becomes" } else { "is no longer" }
-            ),
-            format!("mcs: {}", a.mcs),
-            format!("mcs: {}", b.mcs),
-            (!b.mcs).then(|| format!("`{key}` may now reach every pod's files on its paths, whatever their categories")),
+        out.push(
+            domain
+                .change(
+                    kind,
+                    format!(
+                        "domain `{key}` {} MCS-separated",
+                        if b.mcs { "becomes" } else { "is no longer" }
+                    ),
+                    format!("mcs: {}", a.mcs),
+                    format!("mcs: {}", b.mcs),
+                )
+                .security((!b.mcs).then(|| format!("`{key}` may now reach every pod's files on its paths, whatever their categories"))),
         );
     }
+}
+
+/// `host:` grants, class by class; a new or wider grant of a class that
+/// reaches past the labels is security-relevant.
+fn host_classes(domain: &DomainChange<'_>, out: &mut Vec<ManifestChange>) {
+    let DomainChange { key, a, b } = *domain;
     let host = |d: &Domain| -> BTreeMap<&'static str, Access> {
         d.host.iter().map(|g| (g.class.name, g.access)).collect()
     };
@@ -314,42 +346,64 @@ fn agent_changes(
                     g.class.name
                 )
             });
-        push(
-            kind,
-            format!(
-                "host class `{class}` of `{key}`: {} → {}",
-                levels(was),
-                levels(now)
-            ),
-            levels(was),
-            levels(now),
-            security,
+        out.push(
+            domain
+                .change(
+                    kind,
+                    format!(
+                        "host class `{class}` of `{key}`: {} → {}",
+                        levels(was),
+                        levels(now)
+                    ),
+                    levels(was),
+                    levels(now),
+                )
+                .security(security),
         );
     }
+}
+
+/// `capabilities:` as one set; gaining any is security-relevant.
+fn capabilities(domain: &DomainChange<'_>, out: &mut Vec<ManifestChange>) {
+    let DomainChange { key, a, b } = *domain;
     let names =
         |d: &Domain| -> BTreeSet<&'static str> { d.capabilities.iter().map(|c| c.name).collect() };
     let (before, after) = (names(a), names(b));
-    if before != after {
-        let list = |set: &BTreeSet<&str>| {
-            if set.is_empty() {
-                "none".to_owned()
-            } else {
-                set.iter().copied().collect::<Vec<_>>().join(", ")
-            }
-        };
-        let added: Vec<&str> = after.difference(&before).copied().collect();
-        push(
-            Kind::Changed,
-            format!(
-                "capabilities of `{key}`: {} → {}",
-                list(&before),
-                list(&after)
-            ),
-            list(&before),
-            list(&after),
-            (!added.is_empty()).then(|| format!("`{key}` gains {}", added.join(", "))),
-        );
+    if before == after {
+        return;
     }
+    let list = |set: &BTreeSet<&str>| {
+        if set.is_empty() {
+            "none".to_owned()
+        } else {
+            set.iter().copied().collect::<Vec<_>>().join(", ")
+        }
+    };
+    let added: Vec<&str> = after.difference(&before).copied().collect();
+    out.push(
+        domain
+            .change(
+                Kind::Changed,
+                format!(
+                    "capabilities of `{key}`: {} → {}",
+                    list(&before),
+                    list(&after)
+                ),
+                list(&before),
+                list(&after),
+            )
+            .security((!added.is_empty()).then(|| format!("`{key}` gains {}", added.join(", ")))),
+    );
+}
+
+/// `connect:`: the domains whose sockets the domain may connect to.
+fn connections(
+    domain: &DomainChange<'_>,
+    o: &Side<'_>,
+    n: &Side<'_>,
+    out: &mut Vec<ManifestChange>,
+) {
+    let DomainChange { key, a, b } = *domain;
     let servers = |side: &Side<'_>, d: &Domain| -> BTreeSet<String> {
         d.connect
             .iter()
@@ -679,144 +733,149 @@ type Toggle = (Category, fn(&PathRule) -> bool, &'static str);
 fn flags(o: &Side<'_>, n: &Side<'_>, out: &mut Vec<ManifestChange>) {
     let all: BTreeSet<&str> = o.paths.keys().chain(n.paths.keys()).copied().collect();
     for path in all {
-        let (a, b) = (o.paths.get(path), n.paths.get(path));
-        let flag = |rule: Option<&&PathRule>, f: fn(&PathRule) -> bool| rule.is_some_and(|r| f(r));
-        let toggles: [Toggle; 3] = [
-            (Category::Protection, |r| r.protected, "protected"),
-            (Category::HostPathRoot, |r| r.host_path, "a hostPath root"),
-            (Category::RemovableRoot, |r| r.removable, "a removable root"),
-        ];
-        for (category, get, what) in toggles {
-            let (was, is) = (flag(a, get), flag(b, get));
-            if was == is {
-                continue;
-            }
-            let kind = if is { Kind::Added } else { Kind::Removed };
-            let security = match (category, is) {
-                (Category::Protection, false) => Some(format!(
-                    "`{path}` loses its protection: nothing proves any more that only its granted domains reach it"
-                )),
-                (Category::HostPathRoot, true) => Some(format!("pods may now mount `{path}` and below as hostPath volumes")),
-                (Category::RemovableRoot, true) => Some(format!("node cleanup may now delete everything below `{path}`")),
-                _ => None,
-            };
-            out.push(
-                change(
-                    category,
-                    kind,
-                    format!(
-                        "`{path}` {} {what}",
-                        if is { "is now" } else { "is no longer" }
-                    ),
-                )
-                .at_path(path)
-                .values(Some(was.to_string()), Some(is.to_string()))
-                .security(security),
-            );
-        }
+        let (a, b) = (o.paths.get(path).copied(), n.paths.get(path).copied());
+        toggles(path, a, b, out);
         let (Some(a), Some(b)) = (a, b) else { continue };
-        if a.lifecycle != b.lifecycle {
-            out.push(
-                change(
-                    Category::Lifecycle,
-                    Kind::Changed,
-                    format!(
-                        "`{path}` lifecycle {} → {}",
-                        a.lifecycle.as_str(),
-                        b.lifecycle.as_str()
-                    ),
-                )
-                .at_path(path)
-                .values(
-                    Some(a.lifecycle.as_str().into()),
-                    Some(b.lifecycle.as_str().into()),
-                ),
-            );
-        }
-        if a.mount.tmpfs != b.mount.tmpfs {
-            out.push(
-                change(
-                    Category::Mount,
-                    if b.mount.tmpfs {
-                        Kind::Added
-                    } else {
-                        Kind::Removed
-                    },
-                    format!(
-                        "`{path}` {} a tmpfs",
-                        if b.mount.tmpfs {
-                            "is now"
-                        } else {
-                            "is no longer"
-                        }
-                    ),
-                )
-                .at_path(path)
-                .values(
-                    Some(format!("tmpfs: {}", a.mount.tmpfs)),
-                    Some(format!("tmpfs: {}", b.mount.tmpfs)),
-                )
-                // The mount's type may associate with itself (templates/module.cil.j2).
-                .pairs({
-                    let mounted = if b.mount.tmpfs { b } else { a };
-                    vec![pair(&mounted.type_name, &mounted.type_name)]
-                }),
-            );
-        }
-        if a.mount.propagation != b.mount.propagation {
-            let p = |p: Option<layout::model::Propagation>| {
-                p.map_or("unset", |p| p.as_str()).to_owned()
-            };
-            out.push(
-                change(
-                    Category::Mount,
-                    Kind::Changed,
-                    format!(
-                        "`{path}` mount propagation {} → {}",
-                        p(a.mount.propagation),
-                        p(b.mount.propagation)
-                    ),
-                )
-                .at_path(path)
-                .values(Some(p(a.mount.propagation)), Some(p(b.mount.propagation))),
-            );
-        }
-        if a.mount.size != b.mount.size {
-            let size = |s: &Option<String>| s.clone().unwrap_or_else(|| "unset".to_owned());
-            out.push(
-                change(
-                    Category::Mount,
-                    Kind::Changed,
-                    format!(
-                        "`{path}` tmpfs size {} → {}",
-                        size(&a.mount.size),
-                        size(&b.mount.size)
-                    ),
-                )
-                .at_path(path)
-                .values(Some(size(&a.mount.size)), Some(size(&b.mount.size))),
-            );
-        }
-        if a.mount.options != b.mount.options {
-            let options = |m: &layout::model::Mount| {
-                let names: Vec<&str> = m.options.iter().map(|f| f.as_str()).collect();
-                format!("[{}]", names.join(", "))
-            };
-            out.push(
-                change(
-                    Category::Mount,
-                    Kind::Changed,
-                    format!(
-                        "`{path}` mount options {} → {}",
-                        options(&a.mount),
-                        options(&b.mount)
-                    ),
-                )
-                .at_path(path)
-                .values(Some(options(&a.mount)), Some(options(&b.mount))),
-            );
-        }
+        lifecycle(path, a, b, out);
+        mount(path, a, b, out);
         capacity(path, a.capacity.as_ref(), b.capacity.as_ref(), out);
+    }
+}
+
+/// Protection, hostPath root and removable root of one path, turned on or
+/// off (a path that appears or disappears turns its own).
+fn toggles(path: &str, a: Option<&PathRule>, b: Option<&PathRule>, out: &mut Vec<ManifestChange>) {
+    let flag = |rule: Option<&PathRule>, f: fn(&PathRule) -> bool| rule.is_some_and(f);
+    let toggles: [Toggle; 3] = [
+        (Category::Protection, |r| r.protected, "protected"),
+        (Category::HostPathRoot, |r| r.host_path, "a hostPath root"),
+        (Category::RemovableRoot, |r| r.removable, "a removable root"),
+    ];
+    for (category, get, what) in toggles {
+        let (was, is) = (flag(a, get), flag(b, get));
+        if was == is {
+            continue;
+        }
+        let kind = if is { Kind::Added } else { Kind::Removed };
+        let security = match (category, is) {
+            (Category::Protection, false) => Some(format!(
+                "`{path}` loses its protection: nothing proves any more that only its granted domains reach it"
+            )),
+            (Category::HostPathRoot, true) => Some(format!("pods may now mount `{path}` and below as hostPath volumes")),
+            (Category::RemovableRoot, true) => Some(format!("node cleanup may now delete everything below `{path}`")),
+            _ => None,
+        };
+        out.push(
+            change(
+                category,
+                kind,
+                format!(
+                    "`{path}` {} {what}",
+                    if is { "is now" } else { "is no longer" }
+                ),
+            )
+            .at_path(path)
+            .values(Some(was.to_string()), Some(is.to_string()))
+            .security(security),
+        );
+    }
+}
+
+/// `lifecycle:` of a path in both layouts.
+fn lifecycle(path: &str, a: &PathRule, b: &PathRule, out: &mut Vec<ManifestChange>) {
+    if a.lifecycle == b.lifecycle {
+        return;
+    }
+    out.push(
+        change(
+            Category::Lifecycle,
+            Kind::Changed,
+            format!(
+                "`{path}` lifecycle {} → {}",
+                a.lifecycle.as_str(),
+                b.lifecycle.as_str()
+            ),
+        )
+        .at_path(path)
+        .values(
+            Some(a.lifecycle.as_str().into()),
+            Some(b.lifecycle.as_str().into()),
+        ),
+    );
+}
+
+/// `mount:` of a path in both layouts: tmpfs, propagation, size, options.
+fn mount(path: &str, a: &PathRule, b: &PathRule, out: &mut Vec<ManifestChange>) {
+    let (was, is) = (&a.mount, &b.mount);
+    if was.tmpfs != is.tmpfs {
+        out.push(
+            change(
+                Category::Mount,
+                if is.tmpfs { Kind::Added } else { Kind::Removed },
+                format!(
+                    "`{path}` {} a tmpfs",
+                    if is.tmpfs { "is now" } else { "is no longer" }
+                ),
+            )
+            .at_path(path)
+            .values(
+                Some(format!("tmpfs: {}", was.tmpfs)),
+                Some(format!("tmpfs: {}", is.tmpfs)),
+            )
+            // The mount's type may associate with itself (templates/module.cil.j2).
+            .pairs({
+                let mounted = if is.tmpfs { b } else { a };
+                vec![pair(&mounted.type_name, &mounted.type_name)]
+            }),
+        );
+    }
+    if was.propagation != is.propagation {
+        let p =
+            |p: Option<layout::model::Propagation>| p.map_or("unset", |p| p.as_str()).to_owned();
+        out.push(
+            change(
+                Category::Mount,
+                Kind::Changed,
+                format!(
+                    "`{path}` mount propagation {} → {}",
+                    p(was.propagation),
+                    p(is.propagation)
+                ),
+            )
+            .at_path(path)
+            .values(Some(p(was.propagation)), Some(p(is.propagation))),
+        );
+    }
+    if was.size != is.size {
+        let size = |s: &Option<String>| s.clone().unwrap_or_else(|| "unset".to_owned());
+        out.push(
+            change(
+                Category::Mount,
+                Kind::Changed,
+                format!(
+                    "`{path}` tmpfs size {} → {}",
+                    size(&was.size),
+                    size(&is.size)
+                ),
+            )
+            .at_path(path)
+            .values(Some(size(&was.size)), Some(size(&is.size))),
+        );
+    }
+    if was.options != is.options {
+        let options = |m: &layout::model::Mount| {
+            let names: Vec<&str> = m.options.iter().map(|f| f.as_str()).collect();
+            format!("[{}]", names.join(", "))
+        };
+        out.push(
+            change(
+                Category::Mount,
+                Kind::Changed,
+                format!("`{path}` mount options {} → {}", options(was), options(is)),
+            )
+            .at_path(path)
+            .values(Some(options(was)), Some(options(is))),
+        );
     }
 }
 

@@ -742,3 +742,35 @@ fn a_tmpfs_type_may_associate_with_itself_once() {
     );
     assert!(!cil.contains("(allow srv_t self (filesystem"), "{cil}");
 }
+
+/// `--map` takes `DOMAIN=TYPE`: anything else is refused while the
+/// arguments are read, naming the value, before any store is opened.
+#[test]
+fn a_map_that_is_not_domain_equals_type_is_refused() {
+    let out = tempfile::tempdir().unwrap();
+    let build_module = |map: &str| {
+        run(semanifest()
+            .args(["build", "--target", "module", "--against", "/nonexistent"])
+            .args(["--map", map, "--out"])
+            .arg(out.path()))
+    };
+    for bad in ["kubelet", "=spc_t", "kubelet=", "="] {
+        let output = build_module(bad);
+        assert_eq!(output.status.code(), Some(2), "{bad}: {}", stderr(&output));
+        assert!(
+            stderr(&output).contains(&format!(
+                "invalid value '{bad}' for '--map <DOMAIN=TYPE>': expected DOMAIN=TYPE"
+            )),
+            "{bad}: {}",
+            stderr(&output)
+        );
+    }
+    // Control: a well-formed map gets past the arguments to the store.
+    let output = build_module("kubelet=spc_t");
+    assert!(!stderr(&output).contains("expected DOMAIN=TYPE"));
+    assert!(
+        stderr(&output).contains("/nonexistent"),
+        "{}",
+        stderr(&output)
+    );
+}

@@ -430,7 +430,7 @@ spec:
     assert!(
         message
             .as_str()
-            .is_some_and(|m| m.ends_with("mounts hostPath volume `cleanup` at `/rook`")),
+            .is_some_and(|m| m.contains("mounts hostPath volume `cleanup` at `/rook`; ")),
         "{message}"
     );
 }

@@ -13,59 +13,29 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use k8s::{self, ContainerKind, HostPathRules, Invalidity, LayoutPathRule, NormalPath, RootRule};
-use layout::diag::{Finding, Location, Pos, Severity};
+use k8s::{self, ContainerKind, HostPathRules, Invalidity};
+use layout::diag::{Finding, Severity};
 use semanifest::check::report::{self, HumanOptions};
 
 const CORPUS: &str = "tests/data/k8s/corpus";
 const ERRORS: &str = "tests/data/k8s/errors";
 
-fn path(p: &str) -> NormalPath {
-    NormalPath::parse(p).expect("test rule paths are normal")
+/// The judgement of a layout whose header is implied.
+pub(crate) fn rules_of(spec: &str) -> HostPathRules {
+    let text =
+        format!("apiVersion: semanifest.io/v1\nkind: Layout\nmetadata: {{ name: t }}\n{spec}");
+    let parsed = layout::manifest::parse(
+        layout::diag::Source::new("layout.yaml", text),
+        &policy::base_facts(),
+    )
+    .unwrap_or_else(|report| panic!("{report:?}"));
+    HostPathRules::of(&parsed)
 }
 
-fn layout_location(line: u32) -> Option<Location> {
-    Some(Location {
-        file: "layout.yaml".to_owned(),
-        pos: Pos {
-            line,
-            column: 11,
-            width: 0,
-        },
-    })
-}
-
-/// The default layout's values (see `docs/manifest.md`).
+/// The embedded default layout's judgement (`layouts/structured-var.yaml`).
 fn default_rules() -> HostPathRules {
-    let protected = |p, line| LayoutPathRule {
-        path: path(p),
-        declared_at: layout_location(line),
-    };
-    HostPathRules {
-        roots: vec![RootRule {
-            path: path("/var/mnt"),
-            workload_writable: true,
-            declared_at: layout_location(40),
-        }],
-        protected: vec![
-            protected("/var/lib/etcd", 10),
-            protected("/var/lib/kubelet", 15),
-            protected("/var/lib/kubelet/pki", 20),
-            protected("/var/log/audit", 25),
-            protected("/var/system/overlays", 30),
-        ],
-        workload_types: vec!["container_t".to_owned()],
-        read_only: vec![
-            LayoutPathRule {
-                path: path("/var/log"),
-                declared_at: layout_location(33),
-            },
-            LayoutPathRule {
-                path: path("/var/log/pods"),
-                declared_at: layout_location(36),
-            },
-        ],
-    }
+    let parsed = layout::manifest::default_layout(&policy::base_facts()).expect("default layout");
+    HostPathRules::of(&parsed)
 }
 
 fn corpus_files() -> Vec<PathBuf> {
@@ -167,29 +137,31 @@ fn corpus_findings_match_annotations() {
 }
 
 /// Control for the annotation test: the same corpus against a layout that
-/// makes `/` a writable root and protects nothing reports far less, so the
+/// makes every top-level directory a writable root and protects nothing
+/// reports far less, so the
 /// test above can fail.
 #[test]
 fn annotations_are_not_vacuous() {
-    let permissive = HostPathRules {
-        roots: vec![RootRule {
-            path: path("/"),
-            workload_writable: true,
-            declared_at: None,
-        }],
-        protected: vec![],
-        workload_types: vec!["container_t".to_owned()],
-        read_only: vec![],
-    };
+    // `/` cannot be a layout path: roots at every top-level directory the
+    // file mounts instead.
+    let permissive = rules_of(
+        "spec:\n  domains:\n    pods: { type: container_t, workload: true }\n  paths:\n\
+         \x20   - { path: /proc, type: a_t, access: { pods: write }, hostPath: true }\n\
+         \x20   - { path: /sys, type: b_t, access: { pods: write }, hostPath: true }\n\
+         \x20   - { path: /var, type: c_t, access: { pods: write }, hostPath: true }\n",
+    );
     let file = Path::new(CORPUS).join("node-exporter.yaml");
     let text = fs::read_to_string(&file).unwrap();
     let manifests = k8s::parse_str("node-exporter.yaml", &text);
     let findings = k8s::audit(&manifests, &permissive);
     assert_ne!(actual(&findings, "node-exporter.yaml"), annotations(&text));
-    assert!(
-        findings.iter().all(|f| f.severity == Severity::Note),
-        "{findings:#?}"
-    );
+    let errors: Vec<&str> = findings
+        .iter()
+        .filter(|f| f.severity == Severity::Error)
+        .map(|f| f.rule.id)
+        .collect();
+    // Only `/` itself, which no layout path can be.
+    assert_eq!(errors, ["k8s-hostpath-outside-root"], "{findings:#?}");
 }
 
 /// A few positions spelled out, so a shared bug in the annotation reader and
@@ -961,11 +933,9 @@ fn protected_is_not_also_outside_every_root() {
         .collect();
     assert_eq!(at_43, ["k8s-hostpath-protected"]);
     let rules = default_rules();
+    let pods = rules.domains.iter().find(|d| d.key == "pods").unwrap();
     assert!(
-        !rules
-            .roots
-            .iter()
-            .any(|r| r.path.to_string() == "/var/lib/etcd"),
+        !pods.roots().any(|r| r.path.as_str() == "/var/lib/etcd"),
         "the path is outside every root too, so both rules apply"
     );
 }

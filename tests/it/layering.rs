@@ -738,9 +738,13 @@ fn the_reader_finds_each_kind_of_cycle() {
 /// Names two or more files of the workspace may give their modules, each
 /// with every file that may hold it: the same thing seen from two sides,
 /// never two things.
-const SHARED_STEMS: [(&str, &[&str]); 9] = [
+const SHARED_STEMS: [(&str, &[&str]); 10] = [
     // `cli/<subcommand>.rs` is named after its subcommand, which is the
     // library it drives.
+    (
+        "admission",
+        &["crates/admission/src/lib.rs", "src/cli/admission.rs"],
+    ),
     ("apply", &["src/cli/apply.rs", "crates/node/src/apply.rs"]),
     ("check", &["src/check/mod.rs", "src/cli/check.rs"]),
     ("diff", &["src/diff/mod.rs", "src/cli/diff.rs"]),

@@ -12,7 +12,10 @@
 // Tests report what they compare on the terminal.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod admission;
+mod admission_differential;
 mod agent_policy;
+mod agent_store;
 mod base_policy;
 mod build;
 mod check;

@@ -10,8 +10,9 @@ use std::process::Command;
 use crate::support::{run, semanifest, stderr, stdout, tool};
 
 /// Every command of the binary, as its page name.
-const PAGES: [&str; 17] = [
+const PAGES: [&str; 18] = [
     "semanifest",
+    "semanifest-admission",
     "semanifest-apply",
     "semanifest-build",
     "semanifest-check",

@@ -925,3 +925,49 @@ fn connections_name_declared_domains() {
         "connection to unknown domain `kubelet`",
     );
 }
+
+#[test]
+fn privileged_exceptions() {
+    let head = with_paths(
+        "    - path: /var/mnt\n      type: var_mnt_t\n      access: { pods: write }\n      hostPath: true\n",
+    );
+    // Line 14 is `privilegedExceptions:`; entries follow.
+    let with = |entries: &str| format!("{head}  privilegedExceptions:\n{entries}");
+    let valid =
+        with("    - { namespace: kube-system, name: falco, reason: loads its eBPF probe }\n");
+    let errors: Vec<_> = diagnose(&valid)
+        .into_iter()
+        .filter(|d| d.0 == Severity::Error)
+        .collect();
+    assert_eq!(errors, vec![]);
+    assert_error(
+        &with("    - { namespace: Kube_System, name: falco, reason: r }\n"),
+        "privileged-exception",
+        "15:20",
+        "invalid namespace `Kube_System`",
+    );
+    assert_error(
+        &with("    - { namespace: ns, name: Falco/x, reason: r }\n"),
+        "privileged-exception",
+        "15:30",
+        "invalid workload name `Falco/x`",
+    );
+    assert_error(
+        &with("    - { namespace: ns, name: falco, reason: \"  \" }\n"),
+        "privileged-exception",
+        "15:45",
+        "needs a reason",
+    );
+    assert_error(
+        &with("    - { namespace: ns, name: falco, reason: a }\n    - { namespace: ns, name: falco, reason: b }\n"),
+        "privileged-exception",
+        "16:30",
+        "excepted twice",
+    );
+    assert_error(
+        &with("    - { namespace: ns, name: falco }\n"),
+        "yaml",
+        "15:24",
+        "missing field `reason`",
+    );
+}

@@ -524,6 +524,17 @@ fn bind_mounts_in_the_tree_are_skipped_and_counted() {
         label_of(&arena.outside.join("f3")).as_deref(),
         Some(IN_TREE_LABEL)
     );
+
+    // Now the bind-mounted file carries the label its name gets, and a
+    // label read by name goes through the mount (what a walker that took
+    // a matching label on trust would count as unchanged) ...
+    let through_mount = arena.root.join("var/lib/file");
+    assert_eq!(label_of(&through_mount).as_deref(), Some(IN_TREE_LABEL));
+    // ... yet both mounts are still skipped, the file's as well.
+    let output = relabel(&arena.fc, Some(&arena.root), &["--json"], &[&var]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr_of(&output));
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert_eq!(summary["mounts_skipped"], 2, "{summary}");
 }
 
 /// Control: setfiles compares devices only, so it enters the bind mounts.

@@ -439,3 +439,61 @@ fn walk(root: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// Replaces `srv/x` with a symlink the first time a directory's work is
+/// done: after the walk deferred the links of `x`'s inode (it has two and
+/// must be written) and before it settles them.
+struct SwapAfterListing {
+    x: PathBuf,
+    fired: AtomicBool,
+}
+
+impl relabel::Observer for SwapAfterListing {
+    fn progress(&self, _examined: u64) {
+        if !self.fired.swap(true, Ordering::SeqCst) {
+            let staged = self.x.with_file_name("staged");
+            std::os::unix::fs::symlink("x2", &staged).expect("symlink");
+            std::fs::rename(&staged, &self.x).expect("rename over x");
+        }
+    }
+}
+
+#[test]
+fn hard_link_replaced_before_it_is_settled_is_not_labelled() {
+    // The symlink at `x` gets its own label; the file's must not reach it.
+    let specs = format!("{SPECS}/srv/x\t-l\tsystem_u:object_r:link_t:s0\n");
+    let fixture = Fixture::new(&specs);
+    let run = |swap: bool| {
+        std::fs::remove_dir_all(fixture.srv()).ok();
+        TreeBuilder::new(&fixture.srv())
+            .file("x", "x")
+            .hard_link("x", "x2");
+        let options = RelabelOptions {
+            alternate_root: Some(fixture.root()),
+            jobs: std::num::NonZeroUsize::new(1),
+            ..RelabelOptions::default()
+        };
+        let labels = FileContexts::load(&fixture.fc).expect("load specs");
+        let observer = SwapAfterListing {
+            x: fixture.srv().join("x"),
+            fired: AtomicBool::new(!swap),
+        };
+        relabel::relabel(&labels, &[fixture.srv()], &options, &observer).expect("relabel")
+    };
+
+    let summary = run(true);
+    assert_eq!(summary.errors, 0, "{summary:?}");
+    assert_eq!(summary.vanished, 1, "{summary:?}");
+    // The next link of the inode is labelled instead.
+    assert_eq!(summary.relabelled, 2, "{summary:?}");
+    assert_eq!(label_of(&fixture.srv().join("x2")).as_deref(), Some(VAR_T));
+    assert_eq!(label_of(&fixture.srv().join("x")), None);
+
+    // Control: left alone, the first link is labelled (and the second
+    // then has the label).
+    let summary = run(false);
+    assert_eq!(summary.vanished, 0, "{summary:?}");
+    assert_eq!(summary.relabelled, 2, "{summary:?}");
+    assert_eq!(summary.unchanged, 1, "{summary:?}");
+    assert_eq!(label_of(&fixture.srv().join("x")).as_deref(), Some(VAR_T));
+}

@@ -242,6 +242,9 @@ fn correct_tree_is_not_written() {
     pair.assert_same_labels();
     assert_eq!(summary["relabelled"], 0, "{summary}");
     assert_eq!(summary["errors"], 0, "{summary}");
+    // `hard/a` and `hard/b` want different labels: one link already has
+    // its own, and the other is reported in the same pass, not written.
+    assert_eq!(summary["hard_link_conflicts"], 1, "{summary}");
     assert_eq!(dump(&pair.tree(&pair.right)), before);
     // No setxattr at all: a write, even of the same value, bumps ctime.
     assert_eq!(ctimes(&pair.tree(&pair.right)), before_ctimes);

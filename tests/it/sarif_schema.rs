@@ -7,7 +7,7 @@ use std::fs;
 use std::path::Path;
 
 use crate::support::venv_python;
-use k8s::{self, HostPathRules, LayoutPathRule, NormalPath, RootRule};
+use k8s::{self, HostPathRules};
 use layout::diag::{Finding, Location, Pos, Related, Severity};
 use semanifest::check::report;
 
@@ -31,30 +31,12 @@ fn validate(sarif: &str) -> Result<String, String> {
 }
 
 fn rules() -> HostPathRules {
-    let p = |s| NormalPath::parse(s).unwrap();
-    HostPathRules {
-        roots: vec![RootRule {
-            path: p("/var/mnt"),
-            workload_writable: true,
-            declared_at: None,
-        }],
-        protected: vec![LayoutPathRule {
-            path: p("/var/lib/etcd"),
-            declared_at: Some(Location {
-                file: "layout.yaml".to_owned(),
-                pos: Pos {
-                    line: 12,
-                    column: 13,
-                    width: 13,
-                },
-            }),
-        }],
-        workload_types: vec!["container_t".to_owned()],
-        read_only: vec![LayoutPathRule {
-            path: p("/var/log"),
-            declared_at: None,
-        }],
-    }
+    super::k8s_corpus::rules_of(
+        "spec:\n  domains:\n    pods: { type: container_t, workload: true }\n    etcd: { type: etcd_t }\n  paths:\n\
+         \x20   - { path: /var/mnt, type: var_mnt_t, access: { pods: write }, hostPath: true }\n\
+         \x20   - { path: /var/lib/etcd, type: etcd_var_t, access: { etcd: write }, protected: true }\n\
+         \x20   - { path: /var/log, type: var_log_t, access: { pods: read } }\n",
+    )
 }
 
 fn odd_location() -> Location {

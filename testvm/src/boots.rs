@@ -43,10 +43,17 @@ pub struct Boot {
     /// Makes pods through containerd's CRI: the image gets `cri-run`
     /// (testvm/cri) and the container image (assets::oci_image).
     pub cri: bool,
+    /// An environment variable naming an input only some machines have;
+    /// unset, the boot is skipped and the run says so.
+    pub requires: Option<&'static str>,
     pub about: &'static str,
 }
 
-pub const BOOTS: [Boot; 6] = [
+/// Where boot 7 finds the Fedora targeted store: a `.tar.zst` of a root
+/// for `semodule -p`, or that root.
+pub const FEDORA_STORE_ENV: &str = "SEMANIFEST_FEDORA_STORE";
+
+pub const BOOTS: [Boot; 7] = [
     Boot {
         number: 1,
         name: "enforcing",
@@ -54,6 +61,7 @@ pub const BOOTS: [Boot; 6] = [
         continues: None,
         policies: &["semanifest"],
         cri: false,
+        requires: None,
         about: "the layout's policy, /var relabelled, enforcing; pods through crun and runc; the node runtime on an empty disk",
     },
     Boot {
@@ -63,6 +71,7 @@ pub const BOOTS: [Boot; 6] = [
         continues: Some(1),
         policies: &["semanifest", "leaky"],
         cri: false,
+        requires: None,
         about: "the same disk again: the relabel changes nothing; then the leaky control policy",
     },
     Boot {
@@ -70,9 +79,10 @@ pub const BOOTS: [Boot; 6] = [
         name: "refpolicy",
         stage: Stage::Busybox,
         continues: None,
-        policies: &["refpolicy-stock", "refpolicy-module"],
+        policies: &["refpolicy-stock", "refpolicy-module", "refpolicy-no-owner"],
         cri: false,
-        about: "Debian's refpolicy store as shipped, then with the layout's module",
+        requires: None,
+        about: "Debian's refpolicy store as shipped, then with the layout's module, then with the module built without its store owners",
     },
     Boot {
         number: 4,
@@ -81,6 +91,7 @@ pub const BOOTS: [Boot; 6] = [
         continues: None,
         policies: &[],
         cri: false,
+        requires: None,
         about: "Debian 12's systemd as PID 1, enforcing, the layout's units installed; containerd and etcd start",
     },
     Boot {
@@ -90,6 +101,7 @@ pub const BOOTS: [Boot; 6] = [
         continues: None,
         policies: &[],
         cri: false,
+        requires: None,
         about: "the same image with the layout's units masked and the relabel failing",
     },
     Boot {
@@ -99,7 +111,18 @@ pub const BOOTS: [Boot; 6] = [
         continues: None,
         policies: &[],
         cri: true,
+        requires: None,
         about: "the same image: pods made through containerd's CRI as kubelet makes them, etcd serving through its API",
+    },
+    Boot {
+        number: 7,
+        name: "fedora",
+        stage: Stage::Busybox,
+        continues: None,
+        policies: &["fedora-module", "fedora-no-owner"],
+        cri: false,
+        requires: Some(FEDORA_STORE_ENV),
+        about: "Fedora's targeted store with container-selinux and the layout's module, then the module built without its store owners",
     },
 ];
 
@@ -178,7 +201,10 @@ pub const BOOT_1_LABELS: &str = "relabel/boot-1-labels-the-disk";
 pub const BOOT_2_CHANGES_NOTHING: &str = "relabel/boot-2-nothing-to-change";
 pub const LEAKY_BREAKS_DENIALS: &str = "control/leaky-policy-breaks-denials";
 
-pub const HOST_SCENARIOS: [HostScenario; 4] = [
+pub const REFPOLICY_PREDICTION: &str = "refpolicy/semodule-installs-the-prediction";
+pub const FEDORA_PREDICTION: &str = "fedora/semodule-installs-the-prediction";
+
+pub const HOST_SCENARIOS: [HostScenario; 6] = [
     HostScenario {
         name: LEAKY_CIL_REJECTED,
         needs: HostNeeds::Nothing,
@@ -194,6 +220,16 @@ pub const HOST_SCENARIOS: [HostScenario; 4] = [
     HostScenario {
         name: LEAKY_BREAKS_DENIALS,
         needs: HostNeeds::Control("leaky"),
+    },
+    // The store boots boot what semodule installed: it must be what the
+    // build predicted.
+    HostScenario {
+        name: REFPOLICY_PREDICTION,
+        needs: HostNeeds::Boot(3),
+    },
+    HostScenario {
+        name: FEDORA_PREDICTION,
+        needs: HostNeeds::Boot(7),
     },
 ];
 

@@ -32,7 +32,7 @@ use std::process::ExitCode;
 use anyhow::{Context as _, Result};
 use clap::Parser as _;
 
-use crate::assets::{disk, initramfs, kernel, refpolicy};
+use crate::assets::{disk, fedora, initramfs, kernel, refpolicy, store_module};
 use crate::boots::Stage;
 use crate::host::say;
 use crate::plan::Plan;
@@ -95,13 +95,25 @@ fn main() -> ExitCode {
         print!("{}", plan::list_boots());
         return ExitCode::SUCCESS;
     }
-    let plan = match plan::Plan::new(&scenarios, &selection) {
+    let mut plan = match plan::Plan::new(&scenarios, &selection) {
         Ok(plan) => plan,
         Err(error) => {
             eprintln!("testvm/run: {error:#}");
             return ExitCode::from(2);
         }
     };
+    for boot in &boots::BOOTS {
+        let Some(variable) = boot.requires else {
+            continue;
+        };
+        if plan.runs(boot.number) && std::env::var_os(variable).is_none_or(|v| v.is_empty()) {
+            let skipped = plan.skip_boot(boot.number);
+            say(format!(
+                "SKIPPED boot {} ({}) and its {skipped} scenario runs: {variable} is unset",
+                boot.number, boot.name
+            ));
+        }
+    }
     let missing = host::missing_commands();
     if !missing.is_empty() {
         for command in missing {
@@ -188,8 +200,8 @@ pub struct Booted {
     pub accel: &'static str,
 }
 
-/// The busybox stage: the policies, the refpolicy stores (when boot 3
-/// runs), the initramfs with the plan, the disks, and its boots in order
+/// The busybox stage: the policies, the distributions' stores (when boot
+/// 3 or 7 runs), the initramfs with the plan, the disks, and its boots in order
 /// on the same disks.
 fn busybox_stage(
     args: &cli::Args,
@@ -204,10 +216,32 @@ fn busybox_stage(
         work,
     } = paths;
     let policy = project::policies(testvm, work, semanifest)?;
+    let mut prediction_rows = Vec::new();
     let refpolicy = if plan.runs(3) {
-        Some(refpolicy::ensure(repo, cache, work, semanifest)?)
+        let dir = refpolicy::ensure(repo, cache, work, semanifest)?;
+        if plan.host_chosen(boots::REFPOLICY_PREDICTION) {
+            prediction_rows.push(store_module::prediction_row(
+                boots::REFPOLICY_PREDICTION,
+                &dir.join("module"),
+            ));
+        }
+        Some(dir)
     } else {
         None
+    };
+    // main skipped boot 7 when the variable is unset.
+    let fedora = match std::env::var_os(boots::FEDORA_STORE_ENV) {
+        Some(source) if plan.runs(7) => {
+            let dir = fedora::ensure(Path::new(&source), cache, work, semanifest)?;
+            if plan.host_chosen(boots::FEDORA_PREDICTION) {
+                prediction_rows.push(store_module::prediction_row(
+                    boots::FEDORA_PREDICTION,
+                    &dir.join("module"),
+                ));
+            }
+            Some(dir)
+        }
+        _ => None,
     };
     let (package, modules) = kernel::manifest_package_and_modules(cache)?;
     let image = kernel::image(cache);
@@ -219,6 +253,7 @@ fn busybox_stage(
             semanifest,
             policy: &policy,
             refpolicy: refpolicy.as_deref(),
+            fedora: fedora.as_deref(),
             modules: &modules,
             plan: &plan.guest_text(Stage::Busybox),
         },
@@ -241,7 +276,7 @@ fn busybox_stage(
         .map(|name| work.join(name))
         .collect();
     let mut booted = Booted {
-        rows: Vec::new(),
+        rows: prediction_rows,
         consoles: Vec::new(),
         accel,
     };

@@ -541,7 +541,7 @@ mod tests {
             [
                 "1: the name's component `Bad` is not lower-case letters, digits, `_`, `.` and `-` (or `{runtime}`)",
                 "1: `{runtime}` more than once in the name",
-                "1: no boot `nowhere` (boots: enforcing, reboot, refpolicy, systemd, systemd-control, cri)",
+                "1: no boot `nowhere` (boots: enforcing, reboot, refpolicy, systemd, systemd-control, cri, fedora)",
                 "1: no `# expect:` line in the header",
                 "1: no commands after the header",
             ]

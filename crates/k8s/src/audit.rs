@@ -1,103 +1,19 @@
-//! hostPath findings: every hostPath volume of every workload, checked
-//! against the layout's roots, protected paths, read-only paths and
-//! workload domains ([`HostPathRules`]).
+//! hostPath findings: every hostPath volume of every workload, judged for
+//! the domain each container runs in by the rules of
+//! [`judgement`](super::judgement) ([`HostPathRules`]).
 //!
 //! Every finding points at the volume's `path:` value (the line a reviewer
 //! changes); the value that triggered it (a `privileged: true`, an
 //! `seLinuxOptions.type`, a `type: Socket`) and the layout declaration it
 //! conflicts with are attached as related locations.
 
+use super::judgement::{DomainChoice, DomainKind, DomainRules, HostPathRules, Verdict};
 use super::path::NormalPath;
 use super::workload::{
     HostPathMount, HostPathVolume, InvalidDocument, Manifests, PatchKind, PathOrigin, Sourced,
     Workload,
 };
 use layout::diag::{rule, Finding, Location, Pos, Related, Rule, Severity};
-
-/// A directory the layout marks `hostPath: true`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RootRule {
-    pub path: NormalPath,
-    /// Whether the workload domain may write below it.
-    pub workload_writable: bool,
-    /// Where the layout declares it.
-    pub declared_at: Option<Location>,
-}
-
-/// A layout path with where it is declared.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LayoutPathRule {
-    pub path: NormalPath,
-    pub declared_at: Option<Location>,
-}
-
-/// What the layout says about hostPath use. Filled from the layout model.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct HostPathRules {
-    /// `hostPath: true` roots; a hostPath must lie at or below one.
-    pub roots: Vec<RootRule>,
-    /// `protected` paths; a hostPath must be neither at, below nor above one.
-    pub protected: Vec<LayoutPathRule>,
-    /// SELinux types of the layout's workload domains (e.g. `container_t`).
-    pub workload_types: Vec<String>,
-    /// Paths the workload may read but not write (e.g. `/var/log/pods`).
-    pub read_only: Vec<LayoutPathRule>,
-}
-
-impl HostPathRules {
-    /// What a layout says about hostPath volumes.
-    pub fn of(parsed: &layout::manifest::Parsed) -> HostPathRules {
-        let layout = &parsed.layout;
-        let declared = |pos| Location::at(&parsed.source.name, pos);
-        let normal = |path: &str| NormalPath::parse(path).ok();
-        let workloads: Vec<usize> = layout.workload_domains().map(|(i, _)| i).collect();
-        let workload_access = |rule: &layout::model::PathRule| {
-            workloads
-                .iter()
-                .filter_map(|i| rule.access.get(i))
-                .fold(layout::model::Access::default(), |a, b| a.union(*b))
-        };
-        HostPathRules {
-            roots: layout
-                .host_path_roots()
-                .filter_map(|rule| {
-                    Some(RootRule {
-                        path: normal(&rule.path)?,
-                        workload_writable: workload_access(rule).modifies(),
-                        declared_at: declared(rule.pos),
-                    })
-                })
-                .collect(),
-            protected: layout
-                .protected()
-                .filter_map(|rule| {
-                    Some(LayoutPathRule {
-                        path: normal(&rule.path)?,
-                        declared_at: declared(rule.protected_pos.unwrap_or(rule.pos)),
-                    })
-                })
-                .collect(),
-            workload_types: layout
-                .workload_domains()
-                .map(|(_, d)| d.type_name.clone())
-                .collect(),
-            read_only: layout
-                .paths
-                .iter()
-                .filter(|rule| {
-                    let access = workload_access(rule);
-                    access.read && !access.modifies()
-                })
-                .filter_map(|rule| {
-                    Some(LayoutPathRule {
-                        path: normal(&rule.path)?,
-                        declared_at: declared(rule.pos),
-                    })
-                })
-                .collect(),
-        }
-    }
-}
 
 rule!(
     RULE_INVALID_PATH,
@@ -113,7 +29,7 @@ rule!(
     "k8s-hostpath-outside-root",
     "HostPathOutsideRoot",
     Error,
-    "A hostPath volume lies outside every `hostPath: true` root of the layout.",
+    "A pod's hostPath volume lies outside every `hostPath: true` root of the layout.",
     "Only the layout's hostPath roots are labelled for workloads; elsewhere the pod either fails with denials or shares data the layout never meant to share."
 );
 
@@ -140,8 +56,26 @@ rule!(
     "k8s-hostpath-selinux-type",
     "HostPathSelinuxType",
     Error,
-    "A container mounting a hostPath volume runs with an SELinux type that is not a workload domain of the layout.",
-    "The layout confines hostPath pods through their workload type; a pod that picks another type (e.g. spc_t) leaves those rules, so SELinux will not stop it."
+    "A container mounting a hostPath volume runs with an SELinux type that is no workload or agent domain of the layout.",
+    "The layout confines hostPath pods and node agents through their domain's type; a container that picks another type (e.g. spc_t) leaves those rules, so SELinux will not stop it."
+);
+
+rule!(
+    RULE_NOT_GRANTED,
+    "k8s-hostpath-not-granted",
+    "HostPathNotGranted",
+    Error,
+    "An agent's hostPath volume is neither a layout path nor a host class its domain holds.",
+    "An agent domain reaches only the paths and host classes the layout grants it; anywhere else the agent fails with denials, or needs a grant the layout should name and review."
+);
+
+rule!(
+    RULE_PRIVILEGED_ACCEPTED,
+    "k8s-privileged-accepted",
+    "PrivilegedAccepted",
+    Note,
+    "A privileged container mounting hostPath volumes is one the layout accepts (`privilegedExceptions`).",
+    "The layout names the workload and why it must run unconfined; its protected paths are still errors."
 );
 
 rule!(
@@ -208,11 +142,13 @@ rule!(
 );
 
 /// Every rule this module can report, for documentation and SARIF.
-pub static RULES: [&Rule; 12] = [
+pub static RULES: [&Rule; 14] = [
     &RULE_INVALID_PATH,
     &RULE_OUTSIDE_ROOT,
+    &RULE_NOT_GRANTED,
     &RULE_PROTECTED,
     &RULE_PRIVILEGED,
+    &RULE_PRIVILEGED_ACCEPTED,
     &RULE_SELINUX_TYPE,
     &RULE_WRITABLE_READ_ONLY,
     &RULE_SOCKET_OR_DEVICE,
@@ -224,7 +160,7 @@ pub static RULES: [&Rule; 12] = [
 ];
 
 /// hostPath types the API server accepts (`""` is "no check").
-const VALID_HOST_PATH_TYPES: [&str; 8] = [
+pub const VALID_HOST_PATH_TYPES: [&str; 8] = [
     "",
     "DirectoryOrCreate",
     "Directory",
@@ -473,106 +409,251 @@ fn host_path_advice(path: &NormalPath) -> Option<&'static str> {
     }
 }
 
-/// Where a volume lies with respect to the layout: the one error its path
-/// gets, if any. Protected wins over outside-root: it is the problem that
-/// no layout change can fix.
-fn placement_finding(
+/// The domains that judge a volume: the domain of each container that
+/// mounts it (once per domain, in order of appearance, with its mounts),
+/// or the pod domain for a volume no container mounts (a
+/// PersistentVolume's). `None` stands for "no pod domain": nothing is
+/// granted. Containers with a type that is no domain of the layout, and
+/// privileged containers the layout accepts, judge nothing here.
+type Judges<'a, 'w> = Vec<(Option<&'a DomainRules>, Vec<&'w HostPathMount>)>;
+
+fn judges<'a, 'w>(
+    workload: &Workload,
+    volume: &'w HostPathVolume,
+    rules: &'a HostPathRules,
+) -> Judges<'a, 'w> {
+    let mut judges: Judges<'a, 'w> = Vec::new();
+    if volume.mounts.is_empty() {
+        if let Some(judge) = judge_of(rules.domain_for(None)) {
+            judges.push((judge, Vec::new()));
+        }
+        return judges;
+    }
+    for mount in &volume.mounts {
+        if accepted_privileged(workload, mount, rules) {
+            continue;
+        }
+        let selinux_type = mount.selinux_type.as_ref().map(|t| t.value.as_str());
+        let Some(judge) = judge_of(rules.domain_for(selinux_type)) else {
+            continue;
+        };
+        match judges.iter_mut().find(|(d, _)| *d == judge) {
+            Some((_, mounts)) => mounts.push(mount),
+            None => judges.push((judge, vec![mount])),
+        }
+    }
+    judges
+}
+
+/// `Some(None)`: judged by nobody's grants (no pod domain); `None`: not
+/// judged here (an undeclared type, reported on its own).
+fn judge_of(choice: DomainChoice<'_>) -> Option<Option<&DomainRules>> {
+    match choice {
+        DomainChoice::Domain(domain) => Some(Some(domain)),
+        DomainChoice::NoPodDomain => Some(None),
+        DomainChoice::Undeclared => None,
+    }
+}
+
+fn accepted_privileged(workload: &Workload, mount: &HostPathMount, rules: &HostPathRules) -> bool {
+    mount.privileged.as_ref().is_some_and(|p| p.value)
+        && rules
+            .privileged_exception(workload.namespace.as_deref(), workload.name.as_deref())
+            .is_some()
+}
+
+/// The protected finding of a path, if it touches protected data: the one
+/// error no grant can fix.
+fn protected_finding(
     report: &VolumeReporter<'_>,
     path: &NormalPath,
+    special: &str,
     rules: &HostPathRules,
 ) -> Option<Finding> {
+    let protection = rules.protection(path)?;
     let advice = host_path_advice(path);
-    let special = match (special_file(report.volume), &report.volume.path_type) {
-        (Some(what), Some(path_type)) => format!(" ({what}, type: {})", path_type.value),
-        _ => String::new(),
-    };
-    let exposed: Vec<&LayoutPathRule> = rules
-        .protected
-        .iter()
-        .filter(|p| p.path.contains(path) || path.contains(&p.path))
-        .collect();
-    if !exposed.is_empty() {
-        let list = |relation: fn(&NormalPath, &NormalPath) -> bool| {
-            exposed
-                .iter()
-                .filter(|p| relation(&p.path, path))
-                .map(|p| p.path.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let equal = list(|protected, path| protected == path);
-        let ancestors = list(|protected, path| protected != path && protected.contains(path));
-        let below = list(|protected, path| protected != path && path.contains(protected));
-        let mut parts = Vec::new();
-        if !equal.is_empty() {
-            parts.push(format!("is protected path {equal}"));
-        }
-        if !ancestors.is_empty() {
-            parts.push(format!("lies inside protected path(s) {ancestors}"));
-        }
-        if !below.is_empty() {
-            parts.push(format!("exposes protected path(s) below it: {below}"));
-        }
-        let related = exposed
+    let list = |paths: &[&super::judgement::ProtectedPath]| {
+        paths
             .iter()
-            .filter_map(|p| {
-                declared(
-                    &p.declared_at,
-                    format!("protected path {} declared here", p.path),
-                )
-            })
-            .collect();
-        let remedy = match advice {
-            Some(advice) if ancestors.is_empty() && equal.is_empty() => {
-                format!("; mount the directory it needs, not an ancestor: {advice}")
-            }
-            Some(advice) => format!("; {advice}"),
-            None if !below.is_empty() && ancestors.is_empty() && equal.is_empty() => {
-                "; mount the directory it needs, not an ancestor".to_owned()
-            }
-            None => "; no domain is ever granted it".to_owned(),
-        };
-        return Some(report.finding(
-            &RULE_PROTECTED,
-            format!("`{path}`{special} {}{remedy}", parts.join("; ")),
-            related,
+            .map(|p| p.path.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut parts = Vec::new();
+    if let Some(equal) = protection.equal {
+        parts.push(format!("is protected path {}", equal.path));
+    }
+    if !protection.inside.is_empty() {
+        parts.push(format!(
+            "lies inside protected path(s) {}",
+            list(&protection.inside)
         ));
     }
-    if rules.roots.iter().any(|root| root.path.contains(path)) {
-        return None;
+    if !protection.below.is_empty() {
+        parts.push(format!(
+            "exposes protected path(s) below it: {}",
+            list(&protection.below)
+        ));
     }
-    let roots: Vec<&str> = rules.roots.iter().map(|r| r.path.as_str()).collect();
+    // In layout order.
     let related = rules
-        .roots
+        .protected
         .iter()
-        .filter_map(|r| {
+        .filter(|p| {
+            protection.equal == Some(*p)
+                || protection.inside.contains(p)
+                || protection.below.contains(p)
+        })
+        .filter_map(|p| {
             declared(
-                &r.declared_at,
-                format!("hostPath root {} declared here", r.path),
+                &p.declared_at,
+                format!("protected path {} declared here", p.path),
             )
         })
         .collect();
-    let remedy = advice.map_or_else(
-        || "move it below a root, or declare the path in the layout".to_owned(),
-        str::to_owned,
-    );
+    let only_above = protection.equal.is_none() && protection.inside.is_empty();
+    let remedy = match advice {
+        Some(advice) if only_above => {
+            format!("; mount the directory it needs, not an ancestor: {advice}")
+        }
+        Some(advice) => format!("; {advice}"),
+        None if only_above => "; mount the directory it needs, not an ancestor".to_owned(),
+        None => "; no domain is ever granted it".to_owned(),
+    };
     Some(report.finding(
-        &RULE_OUTSIDE_ROOT,
-        format!(
-            "`{path}`{special} is outside every hostPath root ({}); {remedy}",
-            if roots.is_empty() {
-                "the layout declares none".to_owned()
-            } else {
-                roots.join(", ")
-            }
-        ),
+        &RULE_PROTECTED,
+        format!("`{path}`{special} {}{remedy}", parts.join("; ")),
         related,
     ))
 }
 
+/// The one finding at a volume's path when some domain judging it does not
+/// grant it: the first such domain's rule, every such domain named.
+fn grant_finding(
+    report: &VolumeReporter<'_>,
+    path: &NormalPath,
+    special: &str,
+    rules: &HostPathRules,
+    judges: &Judges<'_, '_>,
+) -> Option<Finding> {
+    let failing: Vec<&(Option<&DomainRules>, Vec<&HostPathMount>)> = judges
+        .iter()
+        .filter(|(domain, _)| domain.is_none_or(|d| d.judge(path) == Verdict::NotGranted))
+        .collect();
+    let (first, _) = failing.first()?;
+    let read_only = failing
+        .iter()
+        .all(|(_, mounts)| mounts.iter().all(|m| m.is_read_only()));
+    let granting: Vec<&str> = rules
+        .domains_granting(path, read_only)
+        .iter()
+        .map(|d| d.selinux_type.as_str())
+        .collect();
+    let mut related = Vec::new();
+    let mut parts = Vec::new();
+    for (domain, mounts) in &failing {
+        let who: Vec<String> = mounts.iter().map(|m| container_label(m)).collect();
+        let who = if who.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", who.join(", "))
+        };
+        let Some(domain) = domain else {
+            parts.push(format!(
+                "`{path}`{special} is outside every hostPath root (the layout declares none)"
+            ));
+            continue;
+        };
+        match domain.kind {
+            DomainKind::Workload => {
+                let roots: Vec<&str> = domain.roots().map(|r| r.path.as_str()).collect();
+                related.extend(domain.roots().filter_map(|r| {
+                    declared(
+                        &r.declared_at,
+                        format!("hostPath root {} declared here", r.path),
+                    )
+                }));
+                let whose = if failing.len() > 1
+                    || domain.selinux_type != *rules.pod_type.as_deref().unwrap_or("")
+                {
+                    format!(" of workload domain `{}`{who}", domain.selinux_type)
+                } else {
+                    String::new()
+                };
+                parts.push(format!(
+                    "`{path}`{special} is outside every hostPath root{whose} ({})",
+                    if roots.is_empty() {
+                        "the layout declares none".to_owned()
+                    } else {
+                        roots.join(", ")
+                    }
+                ));
+            }
+            DomainKind::Agent => {
+                related.extend(declared(
+                    &domain.declared_at,
+                    format!("agent domain `{}` declared here", domain.key),
+                ));
+                parts.push(format!(
+                    "`{path}`{special} is not granted to agent domain `{}`{who}: it is neither \
+                     a layout path `{}` may use nor in a host class it holds",
+                    domain.selinux_type, domain.key
+                ));
+            }
+        }
+    }
+    let remedy = if let [only] = granting.as_slice() {
+        format!(
+            "agent domain `{only}` grants it: run the container with `seLinuxOptions.type: {only}`"
+        )
+    } else if !granting.is_empty() {
+        format!(
+            "{} grant it: run the container with the `seLinuxOptions.type` of the one that fits",
+            granting
+                .iter()
+                .map(|t| format!("`{t}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        )
+    } else {
+        let classes: Vec<&str> = layout::model::host::classes_for(path.as_str())
+            .iter()
+            .map(|(class, _)| class.name)
+            .collect();
+        match (first, classes.is_empty()) {
+            (Some(domain), false) if domain.kind == DomainKind::Agent => format!(
+                "host class{} {} cover{} it: grant one to `{}` under `host:` in the layout \
+                 (`semanifest suggest` writes the grant)",
+                if classes.len() == 1 { "" } else { "es" },
+                classes
+                    .iter()
+                    .map(|c| format!("`{c}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if classes.len() == 1 { "s" } else { "" },
+                domain.key
+            ),
+            (Some(domain), true) if domain.kind == DomainKind::Agent => format!(
+                "declare the path in the layout and grant it to `{}` in its `access:` \
+                 (`semanifest suggest` writes the grant)",
+                domain.key
+            ),
+            _ => host_path_advice(path).map_or_else(
+                || "move it below a root, or declare the path in the layout".to_owned(),
+                str::to_owned,
+            ),
+        }
+    };
+    let rule = match first {
+        Some(domain) if domain.kind == DomainKind::Agent => &RULE_NOT_GRANTED,
+        _ => &RULE_OUTSIDE_ROOT,
+    };
+    Some(report.finding(rule, format!("{}; {remedy}", parts.join("; ")), related))
+}
+
 /// One volume's findings: at most one at its `path:` value (its type,
 /// path, placement, or else what kind of file it is), and one per mount
-/// that writes where workloads may only read.
+/// that writes where its domain may only read.
 fn audit_volume(
     workload: &Workload,
     volume: &HostPathVolume,
@@ -604,10 +685,19 @@ fn audit_volume(
         }
     };
 
-    let placement = placement_finding(&report, &path, rules);
+    let special = match (special_file(volume), &volume.path_type) {
+        (Some(what), Some(path_type)) => format!(" ({what}, type: {})", path_type.value),
+        _ => String::new(),
+    };
+    let judges = judges(workload, volume, rules);
+    let placement = protected_finding(&report, &path, &special, rules)
+        .or_else(|| grant_finding(&report, &path, &special, rules, &judges));
     let misplaced = placement.is_some();
     findings.extend(placement);
-    if !misplaced {
+    let judged_as_pod = judges
+        .iter()
+        .any(|(d, _)| d.is_none_or(|d| d.kind == DomainKind::Workload));
+    if !misplaced && judged_as_pod {
         if let (Some(what), Some(path_type)) = (special_file(volume), &volume.path_type) {
             findings.push(report.finding(
                 &RULE_SOCKET_OR_DEVICE,
@@ -617,7 +707,15 @@ fn audit_volume(
         }
     }
     for mount in &volume.mounts {
-        audit_mount_writable(&report, &path, mount, rules, !misplaced, findings);
+        let domain = if misplaced || accepted_privileged(workload, mount, rules) {
+            None
+        } else {
+            match rules.domain_for(mount.selinux_type.as_ref().map(|t| t.value.as_str())) {
+                DomainChoice::Domain(domain) => Some(domain),
+                _ => None,
+            }
+        };
+        audit_mount_writable(&report, &path, mount, domain, findings);
     }
 }
 
@@ -626,9 +724,10 @@ fn container_label(mount: &HostPathMount) -> String {
 }
 
 /// The container-wide findings of a workload: a privileged container once,
-/// at its `privileged:` value, and a type that is no workload domain once
-/// per place it is written (a pod-level type is shared by the containers
-/// that inherit it). Only containers that mount a hostPath are judged.
+/// at its `privileged:` value (a note when the layout accepts the
+/// workload), and a type that is no workload or agent domain once per
+/// place it is written (a pod-level type is shared by the containers that
+/// inherit it). Only containers that mount a hostPath are judged.
 fn audit_containers(workload: &Workload, rules: &HostPathRules, findings: &mut Vec<Finding>) {
     // (container, its mounts as `volume` at `path`), in order of appearance.
     let mut containers: Vec<(&HostPathMount, Vec<String>)> = Vec::new();
@@ -643,6 +742,8 @@ fn audit_containers(workload: &Workload, rules: &HostPathRules, findings: &mut V
             }
         }
     }
+    let exception =
+        rules.privileged_exception(workload.namespace.as_deref(), workload.name.as_deref());
     let mut seen_privileged: Vec<Pos> = Vec::new();
     for (mount, mounts) in &containers {
         let Some(privileged) = mount.privileged.as_ref().filter(|p| p.value) else {
@@ -652,18 +753,43 @@ fn audit_containers(workload: &Workload, rules: &HostPathRules, findings: &mut V
             continue;
         }
         seen_privileged.push(privileged.position);
-        findings.push(workload_finding(
-            workload,
-            &RULE_PRIVILEGED,
-            privileged.position,
-            format!(
-                "{} is privileged and mounts hostPath volume{} {}",
-                container_label(mount),
-                if mounts.len() == 1 { "" } else { "s" },
-                mounts.join(", ")
+        let what = format!(
+            "{} is privileged and mounts hostPath volume{} {}",
+            container_label(mount),
+            if mounts.len() == 1 { "" } else { "s" },
+            mounts.join(", ")
+        );
+        findings.push(match exception {
+            Some(exception) => workload_finding(
+                workload,
+                &RULE_PRIVILEGED_ACCEPTED,
+                privileged.position,
+                format!(
+                    "{what}; accepted by the layout's privileged exception: {}",
+                    exception.reason
+                ),
+                declared(
+                    &exception.declared_at,
+                    format!(
+                        "privileged exception {}/{} declared here",
+                        exception.namespace, exception.name
+                    ),
+                )
+                .into_iter()
+                .collect(),
             ),
-            Vec::new(),
-        ));
+            None => workload_finding(
+                workload,
+                &RULE_PRIVILEGED,
+                privileged.position,
+                format!(
+                    "{what}; run it unprivileged in a workload or agent domain \
+                     (`semanifest suggest` writes one), or name it in the layout's \
+                     `privilegedExceptions` with the reason"
+                ),
+                Vec::new(),
+            ),
+        });
     }
     // Each written type, with the containers that run as it.
     let mut types: Vec<(&Sourced<String>, Vec<&HostPathMount>)> = Vec::new();
@@ -671,7 +797,7 @@ fn audit_containers(workload: &Workload, rules: &HostPathRules, findings: &mut V
         let Some(selinux_type) = &mount.selinux_type else {
             continue;
         };
-        if rules.workload_types.contains(&selinux_type.value) {
+        if rules.domain_for(Some(&selinux_type.value)) != DomainChoice::Undeclared {
             continue;
         }
         match types
@@ -682,6 +808,11 @@ fn audit_containers(workload: &Workload, rules: &HostPathRules, findings: &mut V
             None => types.push((selinux_type, vec![mount])),
         }
     }
+    let known: Vec<&str> = rules
+        .domains
+        .iter()
+        .map(|d| d.selinux_type.as_str())
+        .collect();
     for (selinux_type, mounts) in types {
         let who: Vec<String> = mounts.iter().map(|m| container_label(m)).collect();
         findings.push(workload_finding(
@@ -689,11 +820,11 @@ fn audit_containers(workload: &Workload, rules: &HostPathRules, findings: &mut V
             &RULE_SELINUX_TYPE,
             selinux_type.position,
             format!(
-                "{} run{} as SELinux type `{}`, not a workload domain of the layout ({}), and mount{} hostPath volumes",
+                "{} run{} as SELinux type `{}`, not a workload or agent domain of the layout ({}), and mount{} hostPath volumes",
                 who.join(", "),
                 if who.len() == 1 { "s" } else { "" },
                 selinux_type.value,
-                rules.workload_types.join(", "),
+                if known.is_empty() { "it declares none".to_owned() } else { known.join(", ") },
                 if who.len() == 1 { "s" } else { "" },
             ),
             Vec::new(),
@@ -701,48 +832,14 @@ fn audit_containers(workload: &Workload, rules: &HostPathRules, findings: &mut V
     }
 }
 
-/// The layout path that governs `path`: the deepest root, read-only or
-/// protected path containing it.
-enum Governing<'a> {
-    Root(&'a RootRule),
-    ReadOnly(&'a LayoutPathRule),
-    Protected,
-}
-
-fn governing<'a>(rules: &'a HostPathRules, path: &NormalPath) -> Option<Governing<'a>> {
-    let roots = rules
-        .roots
-        .iter()
-        .filter(|r| r.path.contains(path))
-        .map(|r| (r.path.depth(), Governing::Root(r)));
-    let read_only = rules
-        .read_only
-        .iter()
-        .filter(|r| r.path.contains(path))
-        .map(|r| (r.path.depth(), Governing::ReadOnly(r)));
-    let protected = rules
-        .protected
-        .iter()
-        .filter(|r| r.path.contains(path))
-        .map(|r| (r.path.depth(), Governing::Protected));
-    // On equal depth the stricter declaration wins (protected, then read-only).
-    roots
-        .chain(read_only)
-        .chain(protected)
-        .enumerate()
-        .max_by_key(|(order, (depth, _))| (*depth, *order))
-        .map(|(_, (_, governing))| governing)
-}
-
 /// A mount's own findings: a subPath that cannot be joined (at the
-/// subPath), and, when `judge_writes`, a writable mount where workloads
-/// may only read (at `readOnly: false`, or else at the mount path).
+/// subPath), and, when its domain is given, a writable mount where that
+/// domain may only read (at `readOnly: false`, or else at the mount path).
 fn audit_mount_writable(
     report: &VolumeReporter<'_>,
     path: &NormalPath,
     mount: &HostPathMount,
-    rules: &HostPathRules,
-    judge_writes: bool,
+    domain: Option<&DomainRules>,
     findings: &mut Vec<Finding>,
 ) {
     // With a literal subPath the container sees only that subtree.
@@ -765,20 +862,28 @@ fn audit_mount_writable(
         },
         _ => path.clone(),
     };
-    if !judge_writes || mount.is_read_only() {
+    let Some(domain) = domain else {
+        return;
+    };
+    if mount.is_read_only() {
         return;
     }
-    let (read_only_path, declared_at) = match governing(rules, &effective) {
-        Some(Governing::ReadOnly(rule)) => (&rule.path, &rule.declared_at),
-        Some(Governing::Root(root)) if !root.workload_writable => (&root.path, &root.declared_at),
-        _ => return,
+    let verdict = domain.judge(&effective);
+    if verdict == Verdict::NotGranted || verdict.admits(false) {
+        return;
+    }
+    let (granted, declared_at) = match verdict {
+        Verdict::Path(grant) => (grant.path.to_string(), &grant.declared_at),
+        Verdict::Class(grant) => (format!("host class `{}`", grant.class), &grant.declared_at),
+        Verdict::NotGranted => return,
     };
-    let related = declared(
-        declared_at,
-        format!("{read_only_path} declared read-only for workloads here"),
-    )
-    .into_iter()
-    .collect();
+    let who = match domain.kind {
+        DomainKind::Workload => "workloads".to_owned(),
+        DomainKind::Agent => format!("agent domain `{}`", domain.selinux_type),
+    };
+    let related = declared(declared_at, format!("{granted} granted read-only here"))
+        .into_iter()
+        .collect();
     let at = mount
         .read_only
         .as_ref()
@@ -787,8 +892,8 @@ fn audit_mount_writable(
         &RULE_WRITABLE_READ_ONLY,
         at,
         format!(
-            "{} mounts `{effective}` writable at `{}`, but workloads may only read \
-             {read_only_path}; mount it `readOnly: true`",
+            "{} mounts `{effective}` writable at `{}`, but {who} may only read \
+             {granted}; mount it `readOnly: true`",
             container_label(mount),
             mount.mount_path.value
         ),
@@ -801,25 +906,37 @@ mod tests {
     use super::*;
     use crate::parse_str;
 
-    fn rule(path: &str) -> LayoutPathRule {
-        LayoutPathRule {
-            path: NormalPath::parse(path).unwrap(),
-            declared_at: None,
-        }
+    /// A layout with a writable root holding a read-only part, a read-only
+    /// root, a protected path with a carved-out directory, and an agent.
+    const LAYOUT: &str = "\
+apiVersion: semanifest.io/v1
+kind: Layout
+metadata: { name: t }
+spec:
+  domains:
+    pods: { type: container_t, workload: true }
+    kubelet: { type: kubelet_t }
+    csi: { type: csi_node_t, agent: true, host: { sysfs: read } }
+  paths:
+    - { path: /var/mnt, type: var_mnt_t, access: { pods: write }, hostPath: true }
+    - { path: /var/mnt/shared, type: mnt_shared_t, access: { pods: read }, hostPath: true }
+    - { path: /srv, type: srv_root_t, access: { pods: read }, hostPath: true }
+    - { path: /var/lib/kubelet, type: kubelet_var_t, access: { kubelet: write }, protected: true }
+    - { path: /var/lib/kubelet/pki, type: kubelet_pki_t, access: { kubelet: write }, protected: true }
+    - { path: /var/lib/kubelet/pods, type: kubelet_pods_t, access: { kubelet: write, csi: write } }
+";
+
+    fn rules() -> HostPathRules {
+        let source = layout::diag::Source::new("layout.yaml", LAYOUT);
+        let parsed = layout::manifest::parse(source, &layout::manifest::BaseFacts::default())
+            .unwrap_or_else(|report| panic!("{report:?}"));
+        HostPathRules::of(&parsed)
     }
 
-    fn root(path: &str, workload_writable: bool) -> RootRule {
-        RootRule {
-            path: NormalPath::parse(path).unwrap(),
-            workload_writable,
-            declared_at: None,
-        }
-    }
-
-    fn pod(host_path: &str, read_only: bool, sub_path: Option<&str>) -> String {
+    fn pod(host_path: &str, read_only: bool, sub_path: Option<&str>, selinux: &str) -> String {
         let sub_path = sub_path.map_or(String::new(), |s| format!(", subPath: {s}"));
         format!(
-            "kind: Pod\nspec:\n  containers:\n    - name: c\n      volumeMounts: \
+            "kind: Pod\nspec:\n  containers:\n    - name: c\n      {selinux}volumeMounts: \
              [{{name: v, mountPath: /m, readOnly: {read_only}{sub_path}}}]\n  volumes:\n    \
              - name: v\n      hostPath: {{path: {host_path}}}\n"
         )
@@ -832,35 +949,27 @@ mod tests {
 
     #[test]
     fn the_deepest_layout_path_decides_writability() {
-        let rules = HostPathRules {
-            roots: vec![
-                root("/var/mnt", true),
-                root("/var/log/export", true),
-                root("/srv", false),
-            ],
-            protected: vec![],
-            workload_types: vec!["container_t".to_owned()],
-            read_only: vec![rule("/var/log"), rule("/var/mnt/shared")],
-        };
+        let rules = rules();
         let writable = "k8s-hostpath-writable-read-only";
-        let cases: [(&str, bool, Option<&str>, &[&str]); 8] = [
+        let cases: [(&str, bool, Option<&str>, &[&str]); 7] = [
             ("/var/mnt/data", false, None, &[]),
             // A read-only path below a writable root.
             ("/var/mnt/shared/x", false, None, &[writable]),
             ("/var/mnt/shared/x", true, None, &[]),
-            // A writable root below a read-only path.
-            ("/var/log/export/a", false, None, &[]),
             // A root the workload may not write.
             ("/srv/www", false, None, &[writable]),
             // subPath narrows the mount into the read-only part...
             ("/var/mnt", false, Some("shared"), &[writable]),
-            // ...or out of it.
-            ("/var/log/export", false, Some("a/b"), &[]),
             ("/var/mnt", false, Some("../etc"), &["k8s-hostpath-invalid"]),
+            (
+                "/var/lib/kubelet/pods",
+                true,
+                None,
+                &["k8s-hostpath-outside-root"],
+            ),
         ];
         for (host_path, read_only, sub_path, expected) in cases {
-            let mut ids = rule_ids(&pod(host_path, read_only, sub_path), &rules);
-            ids.retain(|id| *id != "k8s-hostpath-outside-root");
+            let ids = rule_ids(&pod(host_path, read_only, sub_path, ""), &rules);
             assert_eq!(
                 ids, expected,
                 "{host_path} readOnly={read_only} subPath={sub_path:?}"
@@ -869,13 +978,36 @@ mod tests {
     }
 
     #[test]
+    fn an_agent_is_judged_by_its_own_grants() {
+        let rules = rules();
+        let csi = "securityContext: {seLinuxOptions: {type: csi_node_t}}\n      ";
+        let cases: [(&str, bool, &[&str]); 6] = [
+            // A carved-out directory of a protected path, granted to it.
+            ("/var/lib/kubelet/pods", false, &[]),
+            // Its host class, read-only; writable is a warning.
+            ("/sys/class/net", true, &[]),
+            ("/sys", false, &["k8s-hostpath-writable-read-only"]),
+            // Not its grant, though the pods' root.
+            ("/var/mnt/x", true, &["k8s-hostpath-not-granted"]),
+            // A class it does not hold.
+            ("/proc", true, &["k8s-hostpath-not-granted"]),
+            // Protected for everyone.
+            ("/var/lib/kubelet/pki", true, &["k8s-hostpath-protected"]),
+        ];
+        for (host_path, read_only, expected) in cases {
+            let ids = rule_ids(&pod(host_path, read_only, None, csi), &rules);
+            assert_eq!(ids, expected, "{host_path} readOnly={read_only}");
+        }
+        // Control: the same volumes as a pod.
+        let ids = rule_ids(&pod("/var/lib/kubelet/pods", false, None, ""), &rules);
+        assert_eq!(ids, ["k8s-hostpath-outside-root"]);
+        let ids = rule_ids(&pod("/sys/class/net", true, None, ""), &rules);
+        assert_eq!(ids, ["k8s-hostpath-outside-root"]);
+    }
+
+    #[test]
     fn protected_messages_name_the_relation() {
-        let rules = HostPathRules {
-            roots: vec![root("/var/mnt", true)],
-            protected: vec![rule("/var/lib/kubelet"), rule("/var/lib/kubelet/pki")],
-            workload_types: vec![],
-            read_only: vec![],
-        };
+        let rules = rules();
         let cases = [
             ("/var/lib", "`/var/lib` exposes protected path(s) below it: /var/lib/kubelet, /var/lib/kubelet/pki"),
             (
@@ -888,19 +1020,18 @@ mod tests {
             ),
         ];
         for (host_path, message) in cases {
-            let manifests = parse_str("t.yaml", &pod(host_path, true, None));
+            let manifests = parse_str("t.yaml", &pod(host_path, true, None, ""));
             let findings = audit(&manifests, &rules);
-            let protected = findings
-                .iter()
-                .find(|f| f.rule.id == "k8s-hostpath-protected")
-                .unwrap_or_else(|| panic!("{host_path}: {findings:#?}"));
+            assert_eq!(findings.len(), 1, "{findings:#?}");
+            let protected = &findings[0];
+            assert_eq!(protected.rule.id, "k8s-hostpath-protected");
             assert!(protected.message.contains(message), "{}", protected.message);
         }
     }
 
     #[test]
     fn no_roots_means_every_hostpath_is_outside() {
-        let manifests = parse_str("t.yaml", &pod("/var/mnt/x", true, None));
+        let manifests = parse_str("t.yaml", &pod("/var/mnt/x", true, None, ""));
         let findings = audit(&manifests, &HostPathRules::default());
         assert_eq!(findings.len(), 1);
         assert!(

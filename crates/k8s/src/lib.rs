@@ -5,7 +5,8 @@
 //! like `kubectl apply -R -f`) → [`parse_str`] (text only: the stream split
 //! into documents, each parsed on its own; `List`s, workload kinds) →
 //! [`Manifests`] (plain facts with positions, and the documents that could
-//! not be read) → [`audit`] with [`HostPathRules`] →
+//! not be read) → [`audit`] with [`HostPathRules`] (the judgement per
+//! domain, computed from the layout model) →
 //! [`Finding`](layout::diag::Finding)s.
 //!
 //! Invariants:
@@ -25,18 +26,23 @@
 mod api;
 mod audit;
 mod files;
+mod judgement;
 mod load;
 mod path;
 mod stream;
 mod workload;
 
 pub use audit::{
-    audit, invalid_document, HostPathRules, LayoutPathRule, RootRule, RULES, RULE_INVALID_OBJECT,
-    RULE_INVALID_PATH, RULE_INVALID_YAML, RULE_OUTSIDE_ROOT, RULE_PRIVILEGED, RULE_PROTECTED,
+    audit, invalid_document, RULES, RULE_INVALID_OBJECT, RULE_INVALID_PATH, RULE_INVALID_YAML,
+    RULE_NOT_GRANTED, RULE_OUTSIDE_ROOT, RULE_PRIVILEGED, RULE_PRIVILEGED_ACCEPTED, RULE_PROTECTED,
     RULE_SELINUX_TYPE, RULE_SKIPPED, RULE_SKIPPED_FILE, RULE_SKIPPED_NON_LINUX,
-    RULE_SOCKET_OR_DEVICE, RULE_WRITABLE_READ_ONLY,
+    RULE_SOCKET_OR_DEVICE, RULE_WRITABLE_READ_ONLY, VALID_HOST_PATH_TYPES,
 };
 pub use files::{load_paths, FileReadError, Loaded};
+pub use judgement::{
+    ClassPath, DomainChoice, DomainKind, DomainRules, HostClassGrant, HostPathRules, MountAccess,
+    PathGrant, PrivilegedExceptionRule, ProtectedPath, Protection, Verdict,
+};
 pub use load::{parse_source, parse_str};
 pub use path::{HostPathError, NormalPath};
 pub use workload::{

@@ -57,7 +57,7 @@ impl NormalPath {
         Ok(NormalPath(normal))
     }
 
-    pub(crate) fn as_str(&self) -> &str {
+    pub fn as_str(&self) -> &str {
         &self.0
     }
 
@@ -72,7 +72,7 @@ impl NormalPath {
     }
 
     /// True if `other` is this path or lies below it.
-    pub(crate) fn contains(&self, other: &NormalPath) -> bool {
+    pub fn contains(&self, other: &NormalPath) -> bool {
         layout::model::is_within(other.as_str(), self.as_str())
     }
 
@@ -83,6 +83,12 @@ impl NormalPath {
             return Err(HostPathError::Relative);
         }
         NormalPath::parse(&format!("{}/{relative}", self.0))
+    }
+}
+
+impl serde::Serialize for NormalPath {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
     }
 }
 

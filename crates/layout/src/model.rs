@@ -40,6 +40,29 @@ pub struct Layout {
     /// How the layout is built as a module for a distribution's store
     /// (`spec.store`; only `--target module` reads it).
     pub store: StoreOptions,
+    /// Workloads accepted as privileged (`spec.privilegedExceptions`), in
+    /// layout order, each (namespace, name) once.
+    pub privileged_exceptions: Vec<PrivilegedException>,
+}
+
+/// A workload the layout accepts as privileged: `check --k8s` notes its
+/// privileged containers with the reason instead of failing them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PrivilegedException {
+    /// `metadata.namespace`; a manifest without one is matched as
+    /// [`PrivilegedException::DEFAULT_NAMESPACE`].
+    pub namespace: String,
+    /// `metadata.name` of the workload (the DaemonSet, not its pods).
+    pub name: String,
+    pub reason: String,
+    /// Position of the entry's `name:` value.
+    pub pos: Pos,
+}
+
+impl PrivilegedException {
+    /// Where `kubectl apply` puts an object without a namespace when no
+    /// `-n` is given.
+    pub const DEFAULT_NAMESPACE: &'static str = "default";
 }
 
 /// How a layout is built against a distribution's policy store.

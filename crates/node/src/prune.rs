@@ -359,61 +359,16 @@ pub fn prune(
         {
             continue;
         }
-        for mount in &target.mounts {
-            report.errors.push(PathError::new(
-                &root.display(mount),
-                format!(
-                    "a mount point below {}: prune never crosses a mount; nothing under it was \
-                     touched",
-                    EscapedPath(&root.display(key.as_bytes()))
-                ),
-            ));
-            blocked.push(mount.clone());
-        }
-        let report_of = |complete| TargetReport {
-            path: EscapedPath(&root.display(key.as_bytes())).to_string(),
-            layout_path: key.to_owned(),
-            lifecycle: target.rule.lifecycle,
-            reason: target.reason,
-            missing: false,
-            entries: 0,
-            objects: 0,
-            bytes: 0,
-            leftover_objects: 0,
-            leftover_bytes: 0,
-            left_in_trash: 0,
-            in_place_entries: 0,
-            in_place_reason: None,
-            kept: target.kept.clone(),
-            symlink: None,
-            complete,
-        };
-        let held = options
-            .keep_symlinks
-            .iter()
-            .find(|held| is_within(key, held));
-        if let Some(held) = held {
-            match apply::kept_symlink(layout, root, held) {
-                Ok(Some(link)) => {
-                    report.targets.push(TargetReport {
-                        symlink: Some(link),
-                        ..report_of(true)
-                    });
-                    continue;
-                }
-                // Not a symlink there: pruned as usual.
-                Ok(None) => {}
-                Err(why) => {
-                    report.errors.push(PathError::new(
-                        &root.display(held.as_bytes()),
-                        format!("--keep-symlink: {why}"),
-                    ));
-                    // Once: nothing at or below the link is tried again.
-                    failed.push(held);
-                    report.targets.push(report_of(false));
-                    continue;
-                }
-            }
+        refuse_mounts(root, target, &mut report.errors, &mut blocked);
+        if keep_held(
+            layout,
+            root,
+            &options.keep_symlinks,
+            target,
+            &mut report,
+            &mut failed,
+        ) {
+            continue;
         }
         let mut run = TargetRun {
             root,
@@ -423,14 +378,11 @@ pub fn prune(
             guard: protected.allowing(&target.rule.type_name),
             errors: &mut report.errors,
             warnings: &mut report.warnings,
-            report: report_of(true),
+            report: target_report(root, target, target.mounts.is_empty()),
             top: None,
             trash: None,
             stop: false,
         };
-        if !target.mounts.is_empty() {
-            run.report.complete = false;
-        }
         let dir = std::mem::replace(reached, Err(None));
         if run.run(dir).is_err() {
             failed.push(key);
@@ -442,6 +394,89 @@ pub fn prune(
     }
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)
+}
+
+/// The mount points below a target, each an error once; nothing under
+/// them is touched, by this target or any below.
+fn refuse_mounts(
+    root: &Root,
+    target: &Target<'_>,
+    errors: &mut Vec<PathError>,
+    blocked: &mut Vec<Vec<u8>>,
+) {
+    let key = target.rule.path.as_bytes();
+    for mount in &target.mounts {
+        errors.push(PathError::new(
+            &root.display(mount),
+            format!(
+                "a mount point below {}: prune never crosses a mount; nothing under it was \
+                 touched",
+                EscapedPath(&root.display(key))
+            ),
+        ));
+        blocked.push(mount.clone());
+    }
+}
+
+/// A target's report before anything is done to it.
+fn target_report(root: &Root, target: &Target<'_>, complete: bool) -> TargetReport {
+    let key = target.rule.path.as_str();
+    TargetReport {
+        path: EscapedPath(&root.display(key.as_bytes())).to_string(),
+        layout_path: key.to_owned(),
+        lifecycle: target.rule.lifecycle,
+        reason: target.reason,
+        missing: false,
+        entries: 0,
+        objects: 0,
+        bytes: 0,
+        leftover_objects: 0,
+        leftover_bytes: 0,
+        left_in_trash: 0,
+        in_place_entries: 0,
+        in_place_reason: None,
+        kept: target.kept.clone(),
+        symlink: None,
+        complete,
+    }
+}
+
+/// A target at or below a `--keep-symlink` path that the image holds as a
+/// symlink is reported as kept; one that cannot be checked is an error
+/// (once: nothing at or below the link is tried again). Returns whether
+/// the target is done with; `false` when no symlink is there, and it is
+/// pruned as usual.
+fn keep_held<'a>(
+    layout: &Layout,
+    root: &Root,
+    keep_symlinks: &'a [String],
+    target: &Target<'_>,
+    report: &mut PruneReport,
+    failed: &mut Vec<&'a str>,
+) -> bool {
+    let key = target.rule.path.as_str();
+    let Some(held) = keep_symlinks.iter().find(|held| is_within(key, held)) else {
+        return false;
+    };
+    match apply::kept_symlink(layout, root, held) {
+        Ok(Some(link)) => {
+            report.targets.push(TargetReport {
+                symlink: Some(link),
+                ..target_report(root, target, true)
+            });
+            true
+        }
+        Ok(None) => false,
+        Err(why) => {
+            report.errors.push(PathError::new(
+                &root.display(held.as_bytes()),
+                format!("--keep-symlink: {why}"),
+            ));
+            failed.push(held);
+            report.targets.push(target_report(root, target, false));
+            true
+        }
+    }
 }
 
 /// Each target's directory (`Err(None)` when it does not exist), reached
@@ -487,52 +522,77 @@ fn plan<'l>(
 ) -> Result<Vec<Target<'l>>, NodeError> {
     let mut rules: Vec<&PathRule> = layout.paths.iter().collect();
     rules.sort_by(|a, b| a.path.cmp(&b.path));
-    let selected: Vec<(&PathRule, Reason)> = match selection {
-        Selection::Lifecycles(lifecycles) => {
-            if lifecycles.contains(&Lifecycle::Persistent) {
-                return Err(NodeError::Selection(
-                    "persistent paths are never pruned by lifecycle; name them instead".to_owned(),
-                ));
-            }
-            rules
-                .iter()
-                .filter(|rule| lifecycles.contains(&rule.lifecycle))
-                .map(|rule| (*rule, Reason::Lifecycle))
-                .collect()
-        }
-        Selection::Paths(paths) => {
-            let mut selected = Vec::new();
-            let mut unknown = Vec::new();
-            for path in paths {
-                if !path.starts_with('/') {
-                    unknown.push(format!(
-                        "{path}: a relative path; prune takes layout paths, which are absolute \
-                         (/var/lib/containerd), and takes them below --root"
-                    ));
-                    continue;
-                }
-                let trimmed = match path.trim_end_matches('/') {
-                    "" => "/",
-                    trimmed => trimmed,
-                };
-                match rules.iter().find(|rule| rule.path == trimmed) {
-                    Some(rule) => selected.push((*rule, Reason::Named)),
-                    None => unknown.push(format!(
-                        "{path}: not a path of the layout; prune empties declared paths only \
-                         (layout paths such as /var/lib/containerd, without the root)"
-                    )),
-                }
-            }
-            if !unknown.is_empty() {
-                return Err(NodeError::Selection(unknown.join("\n")));
-            }
-            selected
-        }
+    let selected = match selection {
+        Selection::Lifecycles(lifecycles) => select_lifecycles(&rules, lifecycles)?,
+        Selection::Paths(paths) => select_named(&rules, paths)?,
     };
-    // Every target, parents first: selected ones and, below a target,
-    // declared paths with its lifecycle that are not protected.
+    let targets = with_nested(&rules, &selected);
+    targets
+        .iter()
+        .map(|(rule, reason)| plan_target(&rules, &targets, rule, *reason, root))
+        .collect()
+}
+
+/// The declared paths with one of `lifecycles`; never by `persistent`.
+fn select_lifecycles<'l>(
+    rules: &[&'l PathRule],
+    lifecycles: &[Lifecycle],
+) -> Result<Vec<(&'l PathRule, Reason)>, NodeError> {
+    if lifecycles.contains(&Lifecycle::Persistent) {
+        return Err(NodeError::Selection(
+            "persistent paths are never pruned by lifecycle; name them instead".to_owned(),
+        ));
+    }
+    Ok(rules
+        .iter()
+        .filter(|rule| lifecycles.contains(&rule.lifecycle))
+        .map(|rule| (*rule, Reason::Lifecycle))
+        .collect())
+}
+
+/// The declared paths the operands name; every operand that names none is
+/// refused, all of them in one error.
+fn select_named<'l>(
+    rules: &[&'l PathRule],
+    paths: &[String],
+) -> Result<Vec<(&'l PathRule, Reason)>, NodeError> {
+    let mut selected = Vec::new();
+    let mut unknown = Vec::new();
+    for path in paths {
+        if !path.starts_with('/') {
+            unknown.push(format!(
+                "{path}: a relative path; prune takes layout paths, which are absolute \
+                 (/var/lib/containerd), and takes them below --root"
+            ));
+            continue;
+        }
+        let trimmed = match path.trim_end_matches('/') {
+            "" => "/",
+            trimmed => trimmed,
+        };
+        match rules.iter().find(|rule| rule.path == trimmed) {
+            Some(rule) => selected.push((*rule, Reason::Named)),
+            None => unknown.push(format!(
+                "{path}: not a path of the layout; prune empties declared paths only \
+                 (layout paths such as /var/lib/containerd, without the root)"
+            )),
+        }
+    }
+    if unknown.is_empty() {
+        Ok(selected)
+    } else {
+        Err(NodeError::Selection(unknown.join("\n")))
+    }
+}
+
+/// Every target, parents first: the selected ones and, below a target,
+/// declared paths with its lifecycle that are not protected.
+fn with_nested<'l>(
+    rules: &[&'l PathRule],
+    selected: &[(&'l PathRule, Reason)],
+) -> Vec<(&'l PathRule, Reason)> {
     let mut targets: Vec<(&PathRule, Reason)> = Vec::new();
-    for rule in &rules {
+    for rule in rules {
         if let Some((_, reason)) = selected.iter().find(|(s, _)| s.path == rule.path) {
             targets.push((rule, *reason));
             continue;
@@ -548,78 +608,97 @@ fn plan<'l>(
             }
         }
     }
-    let mut planned = Vec::with_capacity(targets.len());
-    for (rule, reason) in &targets {
-        let key = rule.path.as_str();
-        let below: Vec<&PathRule> = rules
-            .iter()
-            .copied()
-            .filter(|other| other.path != key && is_within(&other.path, key))
-            .collect();
-        // The declared paths directly below (not below another of them).
-        let direct: Vec<&PathRule> = below
-            .iter()
-            .copied()
-            .filter(|d| {
-                !below
-                    .iter()
-                    .any(|other| other.path != d.path && is_within(&d.path, &other.path))
-            })
-            .collect();
-        let mut stops: BTreeSet<Vec<u8>> = direct
-            .iter()
-            .map(|rule| rule.path.as_bytes().to_vec())
-            .collect();
-        let kept = direct
-            .iter()
-            .filter(|d| !targets.iter().any(|(t, _)| t.path == d.path))
-            .map(|d| Boundary {
-                path: EscapedPath(&root.display(d.path.as_bytes())).to_string(),
-                why: if d.lifecycle != rule.lifecycle {
-                    KeptWhy::Lifecycle
-                } else {
-                    KeptWhy::Protected
-                },
-                lifecycle: d.lifecycle,
-            })
-            .collect();
-        // A mount in the trash is out of the path already: the trash's
-        // deletion keeps it, as a warning.
-        let trash = trash_path(key.as_bytes());
-        let mounts: Vec<Vec<u8>> = root
-            .mounts_below(key.as_bytes())?
-            .into_iter()
-            .filter(|mount| !below.iter().any(|d| within(mount, d.path.as_bytes())))
-            .filter(|mount| !within(mount, &trash))
-            .collect();
-        // A mount below another mount is under the outer one already.
-        let mounts: Vec<Vec<u8>> = mounts
-            .iter()
-            .filter(|m| !mounts.iter().any(|o| o != *m && within(m, o)))
-            .cloned()
-            .collect();
-        stops.extend(mounts.iter().cloned());
-        let mut between = BTreeSet::new();
-        for stop in &stops {
-            let mut at = stop.as_slice();
-            while let Some(slash) = at.iter().rposition(|&b| b == b'/') {
-                at = &at[..slash];
-                if at.len() <= key.len() {
-                    break;
-                }
-                between.insert(at.to_vec());
+    targets
+}
+
+/// One target: the declared paths and mounts it stops at, the directories
+/// between, and the declared paths it keeps whole.
+fn plan_target<'l>(
+    rules: &[&'l PathRule],
+    targets: &[(&'l PathRule, Reason)],
+    rule: &'l PathRule,
+    reason: Reason,
+    root: &Root,
+) -> Result<Target<'l>, NodeError> {
+    let key = rule.path.as_str();
+    let below: Vec<&PathRule> = rules
+        .iter()
+        .copied()
+        .filter(|other| other.path != key && is_within(&other.path, key))
+        .collect();
+    // The declared paths directly below (not below another of them).
+    let direct: Vec<&PathRule> = below
+        .iter()
+        .copied()
+        .filter(|d| {
+            !below
+                .iter()
+                .any(|other| other.path != d.path && is_within(&d.path, &other.path))
+        })
+        .collect();
+    let mut stops: BTreeSet<Vec<u8>> = direct
+        .iter()
+        .map(|rule| rule.path.as_bytes().to_vec())
+        .collect();
+    let kept = direct
+        .iter()
+        .filter(|d| !targets.iter().any(|(t, _)| t.path == d.path))
+        .map(|d| Boundary {
+            path: EscapedPath(&root.display(d.path.as_bytes())).to_string(),
+            why: if d.lifecycle != rule.lifecycle {
+                KeptWhy::Lifecycle
+            } else {
+                KeptWhy::Protected
+            },
+            lifecycle: d.lifecycle,
+        })
+        .collect();
+    let mounts = outer_mounts(root, key, &below)?;
+    stops.extend(mounts.iter().cloned());
+    let between = between(key, &stops);
+    Ok(Target {
+        rule,
+        reason,
+        stops,
+        between,
+        kept,
+        mounts,
+    })
+}
+
+/// The mount points below `key` that no declared path below holds, outer
+/// ones only (a mount below another is under the outer one already).
+fn outer_mounts(root: &Root, key: &str, below: &[&PathRule]) -> Result<Vec<Vec<u8>>, NodeError> {
+    // A mount in the trash is out of the path already: the trash's
+    // deletion keeps it, as a warning.
+    let trash = trash_path(key.as_bytes());
+    let mounts: Vec<Vec<u8>> = root
+        .mounts_below(key.as_bytes())?
+        .into_iter()
+        .filter(|mount| !below.iter().any(|d| within(mount, d.path.as_bytes())))
+        .filter(|mount| !within(mount, &trash))
+        .collect();
+    Ok(mounts
+        .iter()
+        .filter(|m| !mounts.iter().any(|o| o != *m && within(m, o)))
+        .cloned()
+        .collect())
+}
+
+/// The undeclared directories strictly between `key` and its stops.
+fn between(key: &str, stops: &BTreeSet<Vec<u8>>) -> BTreeSet<Vec<u8>> {
+    let mut between = BTreeSet::new();
+    for stop in stops {
+        let mut at = stop.as_slice();
+        while let Some(slash) = at.iter().rposition(|&b| b == b'/') {
+            at = &at[..slash];
+            if at.len() <= key.len() {
+                break;
             }
+            between.insert(at.to_vec());
         }
-        planned.push(Target {
-            rule,
-            reason: *reason,
-            stops,
-            between,
-            kept,
-            mounts,
-        });
     }
-    Ok(planned)
+    between
 }
 
 /// Component-wise `path` at or below `top`, on bytes.

@@ -13,8 +13,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use super::access::{ClassPerms, Level, LEVELS};
-use super::plan;
+use super::access::{ClassPerms, Level, HOST_SETS, LEVELS};
+use super::plan::{self, GrantNames, Permissions};
+use layout::model::host::{Grant, HostClass, ObjectKind, Scope, StoreGrants, HOST_CLASSES};
 use layout::model::Layout;
 
 /// What the store offers the module; every name here is the store's.
@@ -47,6 +48,88 @@ pub struct StoreTarget {
     /// Store rules on the types a path replaces, copied to its type so no
     /// store domain loses access silently.
     pub copied: Vec<CopiedRule>,
+    /// Which of a host class's store grants apply.
+    pub host_grants: HostGrants,
+    /// The store's attributes of container domains, which the agent
+    /// domains the module declares join, so the store's rules and
+    /// neverallows on container domains hold for them too.
+    pub agent_attributes: Vec<String>,
+    /// The store's container runtime domain: it keeps reading (and
+    /// running) what the host types the module declares label.
+    pub runtime_type: String,
+}
+
+/// The distribution policy whose names a host class's grants use.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum HostGrants {
+    #[default]
+    Refpolicy,
+    ContainerSelinux,
+}
+
+impl HostGrants {
+    fn of(self, class: &HostClass) -> StoreGrants {
+        match self {
+            HostGrants::Refpolicy => class.refpolicy,
+            HostGrants::ContainerSelinux => class.container_selinux,
+        }
+    }
+
+    /// What `class` grants on this store: the store's types, or the
+    /// standalone types where the module declares them.
+    pub fn grants(self, class: &HostClass) -> &'static [Grant] {
+        class
+            .store_types(self.of(class))
+            .unwrap_or(class.standalone)
+    }
+}
+
+/// The types the module declares for the host classes the layout grants
+/// that the store has no type of their own for.
+pub fn declared_host_types(layout: &Layout, host_grants: HostGrants) -> BTreeSet<String> {
+    let mut types = BTreeSet::new();
+    for domain in &layout.domains {
+        for grant in &domain.host {
+            if host_grants.of(grant.class) != StoreGrants::Declared {
+                continue;
+            }
+            for item in grant.class.standalone {
+                if let Grant::Files(t) = item {
+                    types.insert((*t).to_owned());
+                }
+            }
+        }
+    }
+    types
+}
+
+/// Every type and domain the layout's host grants name on a store, so
+/// the caller can tell which modules they need.
+pub fn host_grant_names(layout: &Layout, host_grants: HostGrants) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    for domain in &layout.domains {
+        for grant in &domain.host {
+            for item in host_grants.grants(grant.class) {
+                match *item {
+                    Grant::Files(t)
+                    | Grant::Device(t, _)
+                    | Grant::Mount(t)
+                    | Grant::MountContext(t) => {
+                        names.insert(t.to_owned());
+                    }
+                    Grant::Socket { socket, server } => {
+                        names.insert(socket.to_owned());
+                        names.insert(server.to_owned());
+                    }
+                    Grant::System { target, .. } => {
+                        names.insert(target.to_owned());
+                    }
+                    Grant::Processes | Grant::OnSelf { .. } => {}
+                }
+            }
+        }
+    }
+    names
 }
 
 /// A store rule, copied to a layout type.
@@ -137,8 +220,29 @@ struct Plan {
     domains: Vec<DomainBlock>,
     workload: Vec<Block>,
     workload_members: Vec<String>,
+    host_types: Vec<HostTypeBlock>,
     paths: Vec<PathBlock>,
     traversals: Vec<Block>,
+}
+
+/// A host class whose paths the store labels with a type it shares with
+/// others (`etc_t`): the module declares the standalone type and labels
+/// the class's paths with it.
+#[derive(Debug, Serialize)]
+struct HostTypeBlock {
+    class: String,
+    type_name: String,
+    attributes: Vec<String>,
+    filecons: Vec<FileconLine>,
+    /// The store's runtime keeps what it did there.
+    blocks: Vec<Block>,
+}
+
+/// A commented group of a domain's own grants.
+#[derive(Debug, Serialize)]
+struct GrantBlock {
+    comment: String,
+    blocks: Vec<Block>,
 }
 
 #[derive(Debug, Serialize)]
@@ -152,7 +256,10 @@ struct DomainBlock {
     domain_attribute: String,
     workload: bool,
     trusted: bool,
+    /// A declared agent joining the store's container attributes.
+    agent_attributes: Vec<Block>,
     blocks: Vec<Block>,
+    grants: Vec<GrantBlock>,
 }
 
 #[derive(Debug, Serialize)]
@@ -226,7 +333,11 @@ impl Statement {
             Statement::Allow { source, target, .. } | Statement::Transition { source, target } => {
                 vec![source, target]
             }
-            Statement::Members { types, .. } => types.iter().map(String::as_str).collect(),
+            // The attribute counts too: a store module's attribute (the
+            // container domains joined by an agent) may be missing.
+            Statement::Members { attribute, types } => std::iter::once(attribute.as_str())
+                .chain(types.iter().map(String::as_str))
+                .collect(),
             Statement::MembersExcept { of, except, .. } => vec![of, except],
             Statement::AllowPerms { source, target, .. } => vec![source, target],
             Statement::Booleanif {
@@ -301,8 +412,9 @@ fn build_plan(layout: &Layout, source: &str, target: &StoreTarget) -> Plan {
         providers: &target.providers,
         counter: &mut counter,
     };
-    let domains = domain_blocks(&base_plan, &names, &mut blocks);
+    let domains = domain_blocks(layout, &base_plan, &names, &mut blocks);
     let workload = blocks.group(workload_statements(&names));
+    let host_types = host_type_blocks(layout, &names, &mut blocks);
     let paths = path_blocks(&base_plan, &names, &mut blocks);
     let traversals = blocks.group(traversal_statements(&base_plan, &names));
     Plan {
@@ -316,6 +428,7 @@ fn build_plan(layout: &Layout, source: &str, target: &StoreTarget) -> Plan {
         domains,
         workload,
         workload_members: workload_members(target),
+        host_types,
         paths,
         traversals,
         layout_name: layout.name.clone(),
@@ -326,11 +439,18 @@ fn build_plan(layout: &Layout, source: &str, target: &StoreTarget) -> Plan {
     }
 }
 
-/// The access levels as `MODULE_LEVEL`, without the permissions the
-/// store's classes lack (and a class it lacks).
+/// The access levels and the host classes' permission sets as
+/// `MODULE_NAME`, without the permissions the store's classes lack (and a
+/// class it lacks).
 fn store_levels(module: &str, classes: &BTreeMap<String, BTreeSet<String>>) -> Vec<Level> {
-    LEVELS
+    let levels = LEVELS
         .iter()
+        .map(|(level, sets)| (level.to_string(), *sets));
+    let host_sets = HOST_SETS
+        .iter()
+        .map(|(name, sets)| ((*name).to_owned(), *sets));
+    levels
+        .chain(host_sets)
         .map(|(level, sets)| Level {
             name: format!("{module}_{level}"),
             sets: sets
@@ -382,17 +502,27 @@ impl Names<'_> {
 }
 
 fn domain_blocks(
+    layout: &Layout,
     base_plan: &plan::ModulePlan,
     names: &Names<'_>,
     blocks: &mut Blocks<'_>,
 ) -> Vec<DomainBlock> {
     let target = names.target;
+    let set = |name: &str| format!("{}_{name}", names.module);
+    let domain_type = |name: &str| names.store_type(name);
+    let grant_names = GrantNames {
+        grants: &|class| target.host_grants.grants(class),
+        set: &set,
+        domain_type: &domain_type,
+        every_domain: &target.domain_attribute,
+    };
     base_plan
         .domains
         .iter()
-        .map(|domain| {
+        .enumerate()
+        .map(|(index, domain)| {
             let type_name = names.store_type(&domain.type_name);
-            let transitions = domain
+            let transitions: Vec<Statement> = domain
                 .transitions
                 .iter()
                 .map(|t| Statement::Transition {
@@ -400,6 +530,40 @@ fn domain_blocks(
                     target: names.store_type(t),
                 })
                 .collect();
+            let declare = target.declared_domains.contains(&type_name);
+            let joins: Vec<Statement> = if declare && domain.agent {
+                target
+                    .agent_attributes
+                    .iter()
+                    .map(|attribute| Statement::Members {
+                        attribute: attribute.clone(),
+                        types: vec![type_name.clone()],
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            // Grouped in the order the template prints them, so the
+            // optional blocks are numbered down the file.
+            let agent_attributes = blocks.group(joins);
+            let transitions = blocks.group(transitions);
+            let grants = if domain.trusted {
+                Vec::new()
+            } else {
+                plan::domain_grants(layout, index, &grant_names)
+                    .into_iter()
+                    .map(|group| GrantBlock {
+                        comment: group.comment,
+                        blocks: blocks.group(
+                            group
+                                .allows
+                                .into_iter()
+                                .filter_map(|allow| grant_statement(allow, &target.classes))
+                                .collect(),
+                        ),
+                    })
+                    .collect()
+            };
             DomainBlock {
                 key: domain.key.clone(),
                 layout_type: domain.type_name.clone(),
@@ -408,16 +572,119 @@ fn domain_blocks(
                     .get(&domain.key)
                     .cloned()
                     .unwrap_or_default(),
-                declare: target.declared_domains.contains(&type_name),
+                declare,
                 role: target.domain_role.clone(),
                 domain_attribute: target.domain_attribute.clone(),
                 workload: domain.workload,
                 trusted: domain.trusted,
-                blocks: blocks.group(transitions),
+                agent_attributes,
+                blocks: transitions,
+                grants,
                 type_name,
             }
         })
         .collect()
+}
+
+/// A domain's grant as a statement, without the permissions the store's
+/// class lacks (none when it lacks the class: a trimmed store may have no
+/// `cap_userns`).
+fn grant_statement(
+    allow: plan::DomainAllow,
+    classes: &BTreeMap<String, BTreeSet<String>>,
+) -> Option<Statement> {
+    Some(match allow.permissions {
+        Permissions::Named { name } => Statement::Allow {
+            source: allow.source,
+            target: allow.target,
+            permissions: name,
+            comment: None,
+        },
+        Permissions::Class { class, perms } => {
+            let known = classes.get(&class)?;
+            let perms: Vec<String> = perms.into_iter().filter(|p| known.contains(p)).collect();
+            if perms.is_empty() {
+                return None;
+            }
+            Statement::AllowPerms {
+                source: allow.source,
+                target: allow.target,
+                class,
+                perms,
+            }
+        }
+    })
+}
+
+/// The types the module declares for the host classes the store has no
+/// type of their own for, when the layout grants such a class: each
+/// labels the class's paths, and the store's runtime keeps reading them
+/// (and running what is there, for a class that holds programs).
+fn host_type_blocks(
+    layout: &Layout,
+    names: &Names<'_>,
+    blocks: &mut Blocks<'_>,
+) -> Vec<HostTypeBlock> {
+    let target = names.target;
+    let granted: BTreeSet<&str> = layout
+        .domains
+        .iter()
+        .flat_map(|d| d.host.iter().map(|g| g.class.name))
+        .collect();
+    let mut out = Vec::new();
+    for class in HOST_CLASSES.iter().filter(|c| granted.contains(c.name)) {
+        if target.host_grants.of(class) != StoreGrants::Declared {
+            continue;
+        }
+        for grant in class.standalone {
+            let Grant::Files(type_name) = *grant else {
+                continue;
+            };
+            // The path exactly and `PATH/.*`: an exact spec beats every
+            // regex, and the longer stem sorts after the store's own
+            // `PATH(/.*)?` (refpolicy has one for /etc/cni), which an
+            // identical line would merely duplicate.
+            let mut filecons = Vec::new();
+            for host in class.paths {
+                let line = |regex: String, file_type: &str| FileconLine {
+                    regex,
+                    file_type: file_type.to_owned(),
+                    comment: format!("host class {}: {}", class.name, host.path),
+                };
+                match (host.scope, host.kind) {
+                    (Scope::Subtree, _) => {
+                        filecons.push(line(plan::escape_regex(host.path), "any"));
+                        filecons.push(line(format!("{}/.*", plan::escape_regex(host.path)), "any"));
+                    }
+                    (Scope::Exact, ObjectKind::File) => {
+                        filecons.push(line(plan::escape_regex(host.path), "file"));
+                    }
+                    _ => {}
+                }
+            }
+            let mut levels = vec!["read"];
+            if class.admits("exec") {
+                levels.push("exec");
+            }
+            let statements = levels
+                .into_iter()
+                .map(|level| Statement::Allow {
+                    source: target.runtime_type.clone(),
+                    target: type_name.to_owned(),
+                    permissions: format!("{}_{level}", names.module),
+                    comment: None,
+                })
+                .collect();
+            out.push(HostTypeBlock {
+                class: class.name.to_owned(),
+                type_name: type_name.to_owned(),
+                attributes: target.file_type_attributes.clone(),
+                filecons,
+                blocks: blocks.group(statements),
+            });
+        }
+    }
+    out
 }
 
 /// The workload attribute's members: one statement per type, so a missing

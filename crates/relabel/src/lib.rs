@@ -20,24 +20,31 @@
 //!   name with `openat2(O_DIRECTORY, RESOLVE_NO_SYMLINKS)`, which refuses a
 //!   symlink or anything but a directory before opening it; its label is
 //!   read and written through that fd. Every other entry is examined by
-//!   its name without opening it: one `statx` (not followed) for its kind,
-//!   links and mount, and `lgetxattr(NAME)` for its label, from the worker
-//!   thread's own working directory ([`fsroot::working_dir`],
-//!   `fchdir`ed into the directory being listed), so no object costs a walk
-//!   through `/proc`.
+//!   its name without opening it: `lgetxattr(NAME)` (not followed) for its
+//!   label, from the worker thread's own working directory
+//!   ([`fsroot::working_dir`], `fchdir`ed into the directory being
+//!   listed), so no object costs a walk through `/proc`, compared with the
+//!   label of the kind `getdents` listed. A label that matches costs
+//!   nothing more; one that must change is followed by a `statx` (not
+//!   followed) for its kind, links and mount, and handled as what it is by
+//!   then. (A rename between the listing and the read only makes the walk
+//!   compare another object's label with the one it would have been
+//!   compared with had it been listed there; a match writes nothing.)
+//!   `DT_UNKNOWN` entries, and every entry of a directory that holds a
+//!   mount point, are `statx`ed before they are read.
 //! - **Every label written is the one its object's kind gets.** A label is
 //!   written by name (`lsetxattr(NAME)`, which follows nothing and opens
 //!   nothing) only when every kind of object at that name gets that same
 //!   label (no spec with a file type wins there:
 //!   [`selabel::Directory::lookup_with_scope`]), the full context
 //!   is compared (so the value written does not depend on what was read)
-//!   and the inode has one link. A rename between the `statx` and the write
+//!   and the inode has one link (by `statx`). A rename between the `statx` and the write
 //!   can then only hand the label to another object that was at that name
 //!   at that instant — a file, a symlink, a FIFO, a directory — and it is
 //!   the label that object gets there: what a walk listing the name at that
 //!   instant would write. Otherwise (a typed spec decides, `--type-only`
 //!   keeps the user, role and range that were read, or the inode is
-//!   multiply linked and must be registered) the entry is opened `O_PATH |
+//!   multiply linked) the entry is opened `O_PATH |
 //!   O_NOFOLLOW` and labelled as what that fd holds: its `statx`, its
 //!   kind's lookup, the read and the write all go through that one fd (the
 //!   xattr calls through `/proc/self/fd/N`, since `f*xattr` refuses `O_PATH`
@@ -54,15 +61,28 @@
 //!   a mount point is refused before it is opened. This includes bind
 //!   mounts of the same filesystem (kubelet's subPath mounts, `mount
 //!   --bind` of a file or directory), which setfiles, comparing devices
-//!   only, enters; [`MountPolicy::CrossMounts`] lifts the rule. A label
+//!   only, enters; [`MountPolicy::CrossMounts`] lifts the rule. Since a
+//!   label read by name would go through a mount point and `getdents` does
+//!   not show one, the mount table is read when the walk starts and the
+//!   entries of a directory holding a mount point are `statx`ed first; a
+//!   mount made after that and carrying the label its name gets is counted
+//!   unchanged, not skipped (nothing is written to it). A label
 //!   written by name reaches whatever is at the name when it is written: a
 //!   mount made on the name between the `statx` and the write (which only
 //!   a privileged process in the walker's mount namespace can do) would
 //!   receive it.
-//! - **Memory does not grow with the tree.** Pending work is a
-//!   (parent directory, name) pair per unvisited subdirectory; the only
-//!   tree-wide state is the hard-link registry, which holds one entry per
-//!   multiply-linked inode.
+//! - **Hard links: one label per inode, first link wins, in one pass.** A
+//!   link whose label matches is noted by device and `d_ino`; one to write
+//!   on an inode with other links is deferred to the end of the walk
+//!   (`hardlinks`): a link that kept its label keeps it for the inode,
+//!   else the first deferred link still there (found again below the
+//!   root, checked by device, inode, kind and mount) is labelled; every
+//!   other link that wants another label is a conflict.
+//! - **Memory grows with the tree by eight bytes per matching object.**
+//!   Pending work is a (parent directory, name) pair per unvisited
+//!   subdirectory; the tree-wide state is the hard-link bookkeeping: the
+//!   inode number of each object whose label matched (dropped unread when
+//!   no link was deferred) and one entry per deferred link.
 //!   With [`Digests::Skip`] and writes, each directory whose subtree is not
 //!   finished also holds an fd, until its digest is written; with
 //!   [`Digests::Ignore`] and writes, up to 64 of them per path hold theirs
@@ -83,12 +103,13 @@
 //! - An empty `security.selinux` value is repaired (setfiles fails on it).
 //! - With [`LabelScope::TypeOnly`], a stored value that is not a context is
 //!   replaced (restorecon fails); customizable types are not consulted.
-//! - Hard links: like setfiles, the first link visited decides the label and
-//!   later links with a different spec are left alone and reported as
-//!   conflicts. Within one directory "first" is directory order, as in
-//!   `setfiles -T 1`; across directories it depends on scheduling, as with
-//!   `setfiles -T N`. Only inodes with more than one link are remembered
-//!   (setfiles remembers every inode, by inode number alone).
+//! - Hard links: like setfiles, one link decides the label and the links
+//!   with a different spec are left alone and reported as conflicts. A
+//!   link whose stored label already matched decides first; otherwise the
+//!   first link visited that needed a write. Within one directory "first"
+//!   is directory order, as in `setfiles -T 1`; across directories it
+//!   depends on scheduling, as with `setfiles -T N`. Inodes are told apart
+//!   by device and inode number (setfiles uses the inode number alone).
 //! - A directory that cannot be listed is still labelled (through an
 //!   `O_PATH` fd) and the listing failure reported; setfiles skips it.
 //! - `--exclude` leaves the object and everything below it alone, for any
@@ -355,7 +376,9 @@ pub struct Summary {
     pub unchanged: u64,
     /// Objects with no spec or a `<<none>>` spec, left alone.
     pub no_label: u64,
-    /// Later links of an inode whose first link wanted another label.
+    /// Links of an inode left alone because another link keeps another
+    /// label: one whose stored label already matched, or else the first
+    /// that needed a write.
     pub hard_link_conflicts: u64,
     /// Objects that could not be examined or labelled (each reported).
     pub errors: u64,
@@ -444,7 +467,8 @@ pub struct HardLinkConflict<'a> {
     pub path: ObjectPath<'a>,
     /// What this path's spec asks for (not applied).
     pub wanted: &'a str,
-    /// What the first visited link asked for (kept).
+    /// The label kept: the stored one, if a link already had its label,
+    /// else what the first link written asked for.
     pub kept: &'a str,
 }
 

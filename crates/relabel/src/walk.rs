@@ -1,10 +1,11 @@
 //! The parallel walk: one rayon task per directory, objects handled through
 //! file descriptors relative to their parent directory.
 
-use std::borrow::Cow;
-use std::ffi::{CStr, CString};
+use std::collections::HashSet;
+use std::ffi::{CStr, CString, OsStr};
 use std::os::fd::{AsFd, OwnedFd};
-use std::path::PathBuf;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -13,7 +14,7 @@ use rustix::fs::{FileType, RawDir};
 use rustix::io::Errno;
 use sha2::{Digest as _, Sha256};
 
-use super::hardlinks::{Claim, HardLinks};
+use super::hardlinks::{Deferred, Links, Settled};
 use super::label::{decide, stored_context, Decision};
 use super::seal::{self, SealInputs, SEAL_XATTR};
 use super::{
@@ -22,7 +23,7 @@ use super::{
     DIGEST_VERSION, DIGEST_XATTR, XATTR_NAME,
 };
 use fsroot::working_dir::{self, DirId};
-use fsroot::{components, Crossing, Entry, Handle, Meta, Root};
+use fsroot::{components, Crossing, Entry, Handle, Meta, MountTable, Root};
 use selabel::path_chain::PathChain;
 use selabel::FileKind;
 
@@ -91,13 +92,21 @@ pub fn relabel<L: LabelLookup + ?Sized>(
     }
     let pool = pool.build()?;
 
-    let walker = Walker {
+    let walked: Option<HashSet<u64>> = match options.mounts {
+        MountPolicy::SameFilesystem => {
+            Some(operands.iter().map(|o| o.entry.meta().mount).collect())
+        }
+        MountPolicy::CrossMounts => None,
+    };
+    let mount_parents = mount_parents(&root, walked.as_ref());
+    let mut walker = Walker {
         labels,
         options,
         root,
         excludes,
         observer,
-        hard_links: HardLinks::default(),
+        mount_parents,
+        links: Links::default(),
         totals: Totals::default(),
     };
     walker.totals.add(&early);
@@ -106,6 +115,7 @@ pub fn relabel<L: LabelLookup + ?Sized>(
             walker.start(scope, operand);
         }
     });
+    walker.settle_links();
     let mut summary = walker.totals.snapshot();
     summary.seconds = started.elapsed().as_secs_f64();
     Ok(summary)
@@ -140,6 +150,29 @@ fn forget_ancestor_digests(root: &Root, key: &[u8], observer: &dyn Observer, tal
     }
 }
 
+/// The directories that hold a mount point (by device and inode), from
+/// the mount table when the walk starts; `None` if it could not be read.
+/// Their entries are `statx`ed before their labels are read: `lgetxattr`
+/// by name enters a mount, and `getdents` tells the walk nothing about one.
+/// Unless crossing mounts, only mounts placed on the operands' own mounts
+/// count (the walk lists no directory elsewhere), so no other filesystem
+/// (a hung network or FUSE mount) is ever looked into.
+fn mount_parents(root: &Root, walked: Option<&HashSet<u64>>) -> Option<HashSet<(u64, u64)>> {
+    let table = MountTable::read().ok()?;
+    let parents = table
+        .iter()
+        .filter(|mount| walked.is_none_or(|walked| walked.contains(&mount.parent)))
+        .filter_map(|mount| {
+            let key = root.key(Path::new(OsStr::from_bytes(&mount.point))).ok()?;
+            let slash = key.iter().rposition(|&byte| byte == b'/')?;
+            let parent = if slash == 0 { &b"/"[..] } else { &key[..slash] };
+            let fd = root.open_dir_beneath(parent).ok()?;
+            let meta = Meta::of(fd.as_fd()).ok()?;
+            Some((meta.dev, meta.ino))
+        });
+    Some(parents.collect())
+}
+
 /// A command-line path, resolved below the root: where the walk starts.
 struct Operand {
     /// The lookup key (the path below the root).
@@ -158,6 +191,8 @@ struct OpenDir<D> {
     path: PathChain,
     /// Its entries must be on the same mount (unless crossing mounts).
     meta: Meta,
+    /// A mount point may be among its entries: each is `statx`ed first.
+    stat_entries: bool,
     /// Where the walk stands among the excludes.
     excludes: Excludes,
     /// What the label lookups of its entries share.
@@ -282,16 +317,23 @@ struct Tally {
     mounts_skipped: u64,
     excluded: u64,
     skipped: u64,
+    /// Device and inode of the objects whose label matched, for the hard
+    /// links settled after the walk.
+    kept_links: Vec<(u64, u64)>,
+    /// Links that must be written on inodes with other links.
+    deferred: Vec<Deferred>,
 }
 
 impl Tally {
     /// Whether something at or below the task's objects was not fully
-    /// checked: no digest may cover it.
+    /// checked: no digest may cover it. A deferred link is settled after
+    /// the digests are written.
     fn incomplete(&self) -> bool {
         self.errors != 0
             || self.mounts_skipped != 0
             || self.excluded != 0
             || self.hard_link_conflicts != 0
+            || !self.deferred.is_empty()
     }
 }
 
@@ -357,7 +399,9 @@ struct Walker<'a, L: ?Sized> {
     /// The components of each exclude's key.
     excludes: Vec<Vec<Box<[u8]>>>,
     observer: &'a dyn Observer,
-    hard_links: HardLinks,
+    /// See [`mount_parents`].
+    mount_parents: Option<HashSet<(u64, u64)>>,
+    links: Links,
     totals: Totals,
 }
 
@@ -559,24 +603,7 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
         let mut vouching = None;
         match self.options.digests {
             Digests::Ignore if self.options.write == WriteMode::Write => {
-                let depth = parent_vouching.as_ref().map_or(0, |parent| parent.depth);
-                if depth < LAZY_DEPTH {
-                    vouching = Some(Arc::new(Vouching {
-                        fd: Arc::clone(&fd),
-                        path: path.clone(),
-                        parent: parent_vouching,
-                        depth: depth + 1,
-                        cleared: AtomicBool::new(false),
-                    }));
-                } else {
-                    // Too deep to wait: its own go now; its ancestors'
-                    // still wait for a write.
-                    match seal::forget(handle) {
-                        Ok(()) | Err(Errno::OPNOTSUPP | Errno::PERM | Errno::ROFS) => {}
-                        Err(errno) => self.fail(object, Operation::RemoveDigest, errno, tally),
-                    }
-                    vouching = parent_vouching;
-                }
+                vouching = self.vouching(&fd, &path, parent_vouching, tally);
             }
             Digests::Ignore => {}
             Digests::Forget => {
@@ -585,74 +612,29 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
                 }
             }
             Digests::Skip | Digests::Refresh => {
-                let digest = self
-                    .labels
-                    .subtree_digest(&labels)
-                    .map(|d| self.stored_digest(d));
-                // An operand gets a seal even without a digest of its own
-                // (a substitution below it keeps it untracked).
-                let seal = match (operand, self.options.specs_digest, expected) {
-                    (Some(key), Some(specs), Some(expected)) => {
-                        let inputs = SealInputs {
-                            specs,
-                            key,
-                            options: self.options,
-                        };
-                        Some(inputs.value(digest.as_deref().unwrap_or_default(), expected))
-                    }
-                    _ => None,
+                let target = DigestTarget {
+                    fd: &fd,
+                    path: &path,
+                    labels: &labels,
+                    operand,
+                    expected,
                 };
-                let mut buffer = [0u8; 128];
-                let stored = match handle.get(DIGEST_XATTR, &mut buffer) {
-                    Ok(len) => Some(&buffer[..len]),
-                    Err(_) => None,
-                };
-                let trusted = self.options.digests == Digests::Skip;
-                let write = self.options.write == WriteMode::Write;
-                if trusted && stored.is_some() && stored == digest.as_deref() {
-                    tally.skipped += 1;
-                    // An operand confirmed whole (its own label included)
-                    // is sealed, so the next pass need not compile.
-                    if let (true, false, Some(seal)) = (write, tally.incomplete(), seal) {
-                        if let Err(errno) = handle.set(SEAL_XATTR, &seal) {
-                            self.fail(object, Operation::WriteDigest, errno, tally);
-                        }
-                    }
-                    return;
-                }
-                if write {
-                    // A stale digest goes before the walk: should this walk
-                    // not complete, it must not match again later.
-                    if stored.is_some() || operand.is_some() {
-                        if let Err(errno) = seal::forget(handle) {
-                            self.fail(object, Operation::RemoveDigest, errno, tally);
-                        }
-                    }
-                    match fd.try_clone() {
-                        Ok(dup) => {
-                            subtree = Some(Arc::new(Subtree {
-                                fd: dup,
-                                path: path.clone(),
-                                digest,
-                                seal,
-                                parent: owed.take(),
-                                pending: AtomicUsize::new(1),
-                                complete: AtomicBool::new(true),
-                            }))
-                        }
-                        Err(error) => {
-                            let errno = Errno::from_io_error(&error).unwrap_or(Errno::MFILE);
-                            self.fail(object, Operation::Open, errno, tally);
-                        }
-                    }
+                match self.check_digest(target, tally, owed) {
+                    Walk::Skip => return,
+                    Walk::List(own) => subtree = own,
                 }
             }
         }
+        let stat_entries = self
+            .mount_parents
+            .as_ref()
+            .is_none_or(|parents| parents.contains(&(meta.dev, meta.ino)));
         let dir = Arc::new(OpenDir {
             fd,
             id: DirId::fresh(),
             path,
             meta,
+            stat_entries,
             excludes,
             labels,
             subtree,
@@ -662,6 +644,120 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
         if let Some(subtree) = dir.subtree.clone() {
             drop(dir);
             self.settle(subtree, tally.incomplete());
+        }
+    }
+
+    /// With [`Digests::Ignore`] and writes: the chain whose digests go
+    /// before a label below directory `fd` is written ([`Vouching`]).
+    fn vouching(
+        &self,
+        fd: &Arc<OwnedFd>,
+        path: &PathChain,
+        parent: Option<Arc<Vouching>>,
+        tally: &mut Tally,
+    ) -> Option<Arc<Vouching>> {
+        let depth = parent.as_ref().map_or(0, |parent| parent.depth);
+        if depth < LAZY_DEPTH {
+            return Some(Arc::new(Vouching {
+                fd: Arc::clone(fd),
+                path: path.clone(),
+                parent,
+                depth: depth + 1,
+                cleared: AtomicBool::new(false),
+            }));
+        }
+        // Too deep to wait: its own go now; its ancestors' still wait for
+        // a write.
+        match seal::forget(Handle::Fd(fd.as_fd())) {
+            Ok(()) | Err(Errno::OPNOTSUPP | Errno::PERM | Errno::ROFS) => {}
+            Err(errno) => {
+                let object = ObjectPath::directory(path);
+                self.fail(object, Operation::RemoveDigest, errno, tally);
+            }
+        }
+        parent
+    }
+
+    /// With [`Digests::Skip`] or [`Digests::Refresh`]: compares the
+    /// directory's stored digest with its specs', skips the subtree if
+    /// trusted and equal (sealing an operand), and otherwise drops a stale
+    /// digest and, when writing, sets up the [`Subtree`] whose digest is
+    /// written once everything below is handled.
+    fn check_digest(
+        &self,
+        target: DigestTarget<'_, 'a, L>,
+        tally: &mut Tally,
+        owed: &mut Option<Arc<Subtree>>,
+    ) -> Walk {
+        let DigestTarget {
+            fd,
+            path,
+            labels,
+            operand,
+            expected,
+        } = target;
+        let handle = Handle::Fd(fd.as_fd());
+        let object = ObjectPath::directory(path);
+        let digest = self
+            .labels
+            .subtree_digest(labels)
+            .map(|d| self.stored_digest(d));
+        // An operand gets a seal even without a digest of its own (a
+        // substitution below it keeps it untracked).
+        let seal = match (operand, self.options.specs_digest, expected) {
+            (Some(key), Some(specs), Some(expected)) => {
+                let inputs = SealInputs {
+                    specs,
+                    key,
+                    options: self.options,
+                };
+                Some(inputs.value(digest.as_deref().unwrap_or_default(), expected))
+            }
+            _ => None,
+        };
+        let mut buffer = [0u8; 128];
+        let stored = match handle.get(DIGEST_XATTR, &mut buffer) {
+            Ok(len) => Some(&buffer[..len]),
+            Err(_) => None,
+        };
+        let trusted = self.options.digests == Digests::Skip;
+        let write = self.options.write == WriteMode::Write;
+        if trusted && stored.is_some() && stored == digest.as_deref() {
+            tally.skipped += 1;
+            // An operand confirmed whole (its own label included) is
+            // sealed, so the next pass need not compile.
+            if let (true, false, Some(seal)) = (write, tally.incomplete(), seal) {
+                if let Err(errno) = handle.set(SEAL_XATTR, &seal) {
+                    self.fail(object, Operation::WriteDigest, errno, tally);
+                }
+            }
+            return Walk::Skip;
+        }
+        if !write {
+            return Walk::List(None);
+        }
+        // A stale digest goes before the walk: should this walk not
+        // complete, it must not match again later.
+        if stored.is_some() || operand.is_some() {
+            if let Err(errno) = seal::forget(handle) {
+                self.fail(object, Operation::RemoveDigest, errno, tally);
+            }
+        }
+        match fd.try_clone() {
+            Ok(dup) => Walk::List(Some(Arc::new(Subtree {
+                fd: dup,
+                path: path.clone(),
+                digest,
+                seal,
+                parent: owed.take(),
+                pending: AtomicUsize::new(1),
+                complete: AtomicBool::new(true),
+            }))),
+            Err(error) => {
+                let errno = Errno::from_io_error(&error).unwrap_or(Errno::MFILE);
+                self.fail(object, Operation::Open, errno, tally);
+                Walk::List(None)
+            }
         }
     }
 
@@ -739,7 +835,11 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
             }
             match entry.file_type() {
                 FileType::Directory => self.spawn_dir(scope, dir, name),
-                _ => self.visit_entry(scope, dir, name, tally),
+                // The filesystem does not say (`DT_UNKNOWN`), or a mount
+                // point may be listed here.
+                FileType::Unknown => self.visit_entry(scope, dir, name, tally),
+                _ if dir.stat_entries => self.visit_entry(scope, dir, name, tally),
+                listed => self.label_listed(scope, dir, name, listed, entry.ino(), tally),
             }
         }
     }
@@ -768,11 +868,67 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
         match Meta::at(&dir.fd, name) {
             // Replaced by a directory since it was listed.
             Ok(meta) if meta.kind == FileType::Directory => self.spawn_dir(scope, dir, name),
-            Ok(meta) => self.label_named(dir, name, &meta, tally),
+            Ok(meta) => self.label_named(dir, name, &meta, None, tally),
             Err(errno) => {
                 let path = ObjectPath::entry(&dir.path, name.to_bytes());
                 self.fail(path, Operation::Stat, errno, tally)
             }
+        }
+    }
+
+    /// An entry that `getdents` listed as `listed` (not a directory), in a
+    /// directory without mount points: its label is read by name
+    /// ([`working_dir::entry`], `lgetxattr`, which follows and opens
+    /// nothing) and compared with the label its listed kind gets. Nothing
+    /// more is asked of a label that matches; only one that must change is
+    /// `statx`ed and handed to [`Walker::label_named`] as what it is by
+    /// then (its mount, kind and links checked there). `ino`: `d_ino`,
+    /// noting a matching object for the hard links ([`Links`]).
+    fn label_listed<'s>(
+        &'s self,
+        scope: &rayon::Scope<'s>,
+        dir: &Arc<Dir<'a, L>>,
+        name: &CStr,
+        listed: FileType,
+        ino: u64,
+        tally: &mut Tally,
+    ) {
+        let path = ObjectPath::entry(&dir.path, name.to_bytes());
+        let expected =
+            self.labels
+                .entry_label_with_scope(&dir.labels, name.to_bytes(), file_kind(listed));
+        let Some(context) = expected.context else {
+            tally.examined += 1;
+            tally.no_label += 1;
+            return;
+        };
+        let handle = working_dir::entry(dir.fd.as_fd(), dir.id, name);
+        let mut inline = [0u8; INLINE_LABEL];
+        let mut heap = Vec::new();
+        let stored = match read_label(handle, &mut inline, &mut heap) {
+            Ok(raw) => raw.and_then(stored_context),
+            // Gone since it was listed: counted as vanished only.
+            Err(Errno::NOENT) => return tally.vanished += 1,
+            Err(errno) => {
+                tally.examined += 1;
+                return self.fail(path, Operation::ReadLabel, errno, tally);
+            }
+        };
+        if decide(stored, context, self.options.scope) == Decision::Keep {
+            tally.examined += 1;
+            tally.unchanged += 1;
+            tally.kept_links.push((dir.meta.dev, ino));
+            return;
+        }
+        match Meta::at(&dir.fd, name) {
+            // Replaced by a directory since it was listed.
+            Ok(meta) if meta.kind == FileType::Directory => self.spawn_dir(scope, dir, name),
+            // What was read is reused only for the kind it was compared as.
+            Ok(meta) => {
+                let read = (meta.kind == listed).then_some(stored);
+                self.label_named(dir, name, &meta, read, tally)
+            }
+            Err(errno) => self.fail(path, Operation::Stat, errno, tally),
         }
     }
 
@@ -784,10 +940,20 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
     /// compared) — a rename between the `statx` and the write can then only
     /// hand the label to another object that gets the very same at that
     /// name. Otherwise (the kind decides the label, `--type-only` keeps
-    /// parts of the stored value, or the inode has other links to register)
+    /// parts of the stored value, or the inode has other links, settled
+    /// after the walk)
     /// the entry is labelled through its own `O_PATH` fd instead, as what
     /// it is by then: read, decided and written through that one fd.
-    fn label_named(&self, dir: &Dir<'a, L>, name: &CStr, meta: &Meta, tally: &mut Tally) {
+    ///
+    /// `read`: the stored label, if the caller has just read it by name.
+    fn label_named(
+        &self,
+        dir: &Dir<'a, L>,
+        name: &CStr,
+        meta: &Meta,
+        read: Option<Option<&[u8]>>,
+        tally: &mut Tally,
+    ) {
         let path = ObjectPath::entry(&dir.path, name.to_bytes());
         if self.leaves_filesystem(&dir.meta, meta) {
             tally.mounts_skipped += 1;
@@ -812,9 +978,12 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
         let handle = working_dir::entry(dir.fd.as_fd(), dir.id, name);
         let mut inline = [0u8; INLINE_LABEL];
         let mut heap = Vec::new();
-        let stored = match read_label(handle, &mut inline, &mut heap) {
-            Ok(raw) => raw.and_then(stored_context),
-            Err(errno) => return self.fail(path, Operation::ReadLabel, errno, tally),
+        let stored = match read {
+            Some(stored) => stored,
+            None => match read_label(handle, &mut inline, &mut heap) {
+                Ok(raw) => raw.and_then(stored_context),
+                Err(errno) => return self.fail(path, Operation::ReadLabel, errno, tally),
+            },
         };
         let value = match decide(stored, context, self.options.scope) {
             Decision::Keep => {
@@ -823,26 +992,15 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
             }
             Decision::Write(value) => value,
         };
-        let written = self.options.write == WriteMode::Write;
-        if written {
-            if !(expected.every_kind && self.options.scope == LabelScope::Full) {
-                // Examined again, through the fd.
-                tally.examined -= 1;
-                return through_fd(tally);
-            }
-            self.clear_digests(dir.vouching.as_ref(), tally);
-            if let Err(errno) = handle.set(XATTR_NAME, &with_nul(&value)) {
-                return self.fail(path, Operation::WriteLabel, errno, tally);
-            }
+        if self.options.write == WriteMode::Write
+            && !(expected.every_kind && self.options.scope == LabelScope::Full)
+        {
+            // Examined again, through the fd.
+            tally.examined -= 1;
+            return through_fd(tally);
         }
-        tally.relabelled += 1;
-        self.observer.changed(&Relabeling {
-            path,
-            kind,
-            found: stored,
-            expected: &value,
-            written,
-        });
+        let vouching = dir.vouching.as_ref();
+        self.write_label(handle, path, kind, stored, &value, vouching, tally);
     }
 
     /// Whether entry `name` of a directory is excluded.
@@ -910,17 +1068,7 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
             tally.no_label += 1;
             return Descend::Yes;
         };
-        if kind != FileKind::Dir && meta.nlink > 1 {
-            if let Claim::Conflict(kept) = self.hard_links.claim(meta.dev, meta.ino, expected) {
-                tally.hard_link_conflicts += 1;
-                self.observer.hard_link_conflict(&HardLinkConflict {
-                    path,
-                    wanted: expected,
-                    kept: &kept,
-                });
-                return Descend::Yes;
-            }
-        }
+        let linked = kind != FileKind::Dir && meta.nlink > 1;
         let mut inline = [0u8; INLINE_LABEL];
         let mut heap = Vec::new();
         let stored = match read_label(handle, &mut inline, &mut heap) {
@@ -934,19 +1082,54 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
                 };
             }
         };
-        let value: Cow<'_, str> = match decide(stored, expected, self.options.scope) {
+        let value = match decide(stored, expected, self.options.scope) {
             Decision::Keep => {
                 tally.unchanged += 1;
+                if linked {
+                    tally.kept_links.push((meta.dev, meta.ino));
+                }
                 return Descend::Yes;
             }
             Decision::Write(value) => value,
         };
+        if linked {
+            // Settled once every link has been seen ([`Links`]); the
+            // digests that vouch for it go now, as before any write.
+            if self.options.write == WriteMode::Write {
+                self.clear_digests(vouching, tally);
+            }
+            tally.deferred.push(Deferred {
+                meta: *meta,
+                dir: path.directory.clone(),
+                name: path.name.map(Box::from),
+                wanted: expected.into(),
+                stored: stored.map(Box::from),
+            });
+            return Descend::Yes;
+        }
+        self.write_label(handle, path, kind, stored, &value, vouching, tally);
+        Descend::Yes
+    }
+
+    /// Writes `value` through `handle` (or, in a dry run, does not) and
+    /// reports the change, once the digests that vouch for the object are
+    /// gone.
+    #[allow(clippy::too_many_arguments)]
+    fn write_label(
+        &self,
+        handle: Handle<'_>,
+        path: ObjectPath<'_>,
+        kind: FileKind,
+        stored: Option<&[u8]>,
+        value: &str,
+        vouching: Option<&Arc<Vouching>>,
+        tally: &mut Tally,
+    ) {
         let written = self.options.write == WriteMode::Write;
         if written {
             self.clear_digests(vouching, tally);
-            if let Err(errno) = handle.set(XATTR_NAME, &with_nul(&value)) {
-                self.fail(path, Operation::WriteLabel, errno, tally);
-                return Descend::Yes;
+            if let Err(errno) = handle.set(XATTR_NAME, &with_nul(value)) {
+                return self.fail(path, Operation::WriteLabel, errno, tally);
             }
         }
         tally.relabelled += 1;
@@ -954,10 +1137,86 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
             path,
             kind,
             found: stored,
-            expected: &value,
+            expected: value,
             written,
         });
-        Descend::Yes
+    }
+
+    /// Settles the links deferred during the walk ([`Links`]).
+    fn settle_links(&mut self) {
+        let links = std::mem::take(&mut self.links);
+        let mut tally = Tally::default();
+        links.settle(|settled| match settled {
+            Settled::Kept { stored, links } => {
+                for link in links {
+                    self.conflict(link, &stored, &mut tally);
+                }
+            }
+            Settled::First(links) => {
+                let mut first: Option<&Deferred> = None;
+                for link in links {
+                    match first {
+                        None if self.label_deferred(link, &mut tally) => first = Some(link),
+                        // Gone or failed (counted): the next link is first.
+                        None => {}
+                        Some(first) if link.wanted == first.wanted => tally.unchanged += 1,
+                        Some(first) => self.conflict(link, &first.wanted, &mut tally),
+                    }
+                }
+            }
+        });
+        self.totals.add(&tally);
+    }
+
+    fn conflict(&self, link: &Deferred, kept: &str, tally: &mut Tally) {
+        tally.hard_link_conflicts += 1;
+        self.observer.hard_link_conflict(&HardLinkConflict {
+            path: deferred_path(link),
+            wanted: &link.wanted,
+            kept,
+        });
+    }
+
+    /// Labels the link that settles its inode: found again by its path
+    /// below the root (nothing followed on the way), and only if it is
+    /// still the object, on the same mount, that was seen in the walk.
+    /// Whether it was (and its label was read).
+    fn label_deferred(&self, link: &Deferred, tally: &mut Tally) -> bool {
+        let path = deferred_path(link);
+        let shown = path.to_bytes();
+        let entry = self
+            .root
+            .key(Path::new(OsStr::from_bytes(&shown)))
+            .and_then(|key| self.root.resolve(&key));
+        let entry = match entry {
+            Ok(entry) if entry.meta().same_object(&link.meta) => entry,
+            Ok(_) => {
+                tally.vanished += 1;
+                return false;
+            }
+            Err(error) => {
+                self.fail(path, Operation::Open, errno_of(&error), tally);
+                return false;
+            }
+        };
+        let handle = entry.handle();
+        let mut inline = [0u8; INLINE_LABEL];
+        let mut heap = Vec::new();
+        let stored = match read_label(handle, &mut inline, &mut heap) {
+            Ok(raw) => raw.and_then(stored_context),
+            Err(errno) => {
+                self.fail(path, Operation::ReadLabel, errno, tally);
+                return false;
+            }
+        };
+        match decide(stored, &link.wanted, self.options.scope) {
+            Decision::Keep => tally.unchanged += 1,
+            Decision::Write(value) => {
+                let kind = file_kind(link.meta.kind);
+                self.write_label(handle, path, kind, stored, &value, None, tally);
+            }
+        }
+        true
     }
 
     /// Removes the digests of `vouching`'s directory and of every
@@ -997,12 +1256,33 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
         });
     }
 
-    fn finish(&self, tally: Tally) {
+    fn finish(&self, mut tally: Tally) {
         self.totals.add(&tally);
+        self.links.kept(&tally.kept_links);
+        self.links.defer(std::mem::take(&mut tally.deferred));
         if tally.examined != 0 {
             self.observer.progress(tally.examined);
         }
     }
+}
+
+/// What [`Walker::check_digest`] decides.
+enum Walk {
+    /// The stored digest holds: the subtree is not listed.
+    Skip,
+    /// List it, with the [`Subtree`] its digest waits on, if any.
+    List(Option<Arc<Subtree>>),
+}
+
+/// The directory whose digest [`Walker::check_digest`] checks.
+struct DigestTarget<'t, 'a, L: LabelLookup + ?Sized + 'a> {
+    fd: &'t Arc<OwnedFd>,
+    path: &'t PathChain,
+    labels: &'t L::Directory<'a>,
+    /// The key of an operand, which may get a seal.
+    operand: Option<&'t [u8]>,
+    /// The directory's own label.
+    expected: Option<&'a str>,
 }
 
 /// A directory opened for the walk, before its own label is checked.
@@ -1015,6 +1295,23 @@ struct Entered<'a, L: LabelLookup + ?Sized + 'a> {
     excludes: Excludes,
     expected: Option<&'a str>,
     labels: L::Directory<'a>,
+}
+
+/// Where a deferred link was seen.
+fn deferred_path(link: &Deferred) -> ObjectPath<'_> {
+    ObjectPath {
+        directory: &link.dir,
+        name: link.name.as_deref(),
+    }
+}
+
+/// The errno behind a failure to find an object again below the root.
+fn errno_of(error: &fsroot::Error) -> Errno {
+    match error {
+        fsroot::Error::Io { error, .. } => Errno::from_io_error(error).unwrap_or(Errno::IO),
+        fsroot::Error::Symlink { .. } => Errno::LOOP,
+        _ => Errno::INVAL,
+    }
 }
 
 /// A context as stored, with a trailing NUL like libselinux writes it.

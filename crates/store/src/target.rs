@@ -37,7 +37,7 @@ use layout::manifest::{BaseFacts, Parsed};
 use layout::model::{BooleanGrants, Layout};
 use policy::secilc::{self, FailedNeverallow};
 use policy::setools::{self, allow_lines, AllowLine, SetoolsError};
-use policy::store_module::{self, CopiedRule, FileconLine, StoreTarget};
+use policy::store_module::{self, CopiedRule, FileconLine, HostGrants, StoreTarget};
 use policy::Violation;
 use selabel::FileContexts;
 
@@ -966,6 +966,8 @@ fn render(
     ]);
     referenced.extend(decisions.adopted.iter().cloned());
     referenced.extend(profile.file_type_attributes.iter().map(|a| (*a).to_owned()));
+    let host_names = store_module::host_grant_names(layout, host_grants(profile));
+    referenced.extend(host_names.iter().cloned());
     for rule in &decisions.carried.rules {
         referenced.insert(rule.source.clone());
         if let Some(condition) = &rule.condition {
@@ -981,6 +983,21 @@ fn render(
                 .map(|module| (name.clone(), module.to_owned()))
         })
         .collect();
+    // A host class's store type the store lacks altogether (a trimmed
+    // store): its grants go in an optional block that stays out, as for a
+    // removed module, instead of failing the whole module.
+    let mut providers = providers;
+    let declared_host = store_module::declared_host_types(layout, host_grants(profile));
+    for name in host_names {
+        if facts.resolve(&name).is_none()
+            && !facts.declares_attribute(&name)
+            && !declared_host.contains(&name)
+            && !decisions.declared.contains(&name)
+            && !decisions.domain_types.contains_key(&name)
+        {
+            providers.insert(name, ABSENT.to_owned());
+        }
+    }
 
     let target = StoreTarget {
         profile: profile.name.as_str().to_owned(),
@@ -1010,8 +1027,22 @@ fn render(
         store_notes: decisions.paths.iter().map(store_note).collect(),
         classes: facts.classes.clone(),
         copied,
+        host_grants: host_grants(profile),
+        agent_attributes: vec![profile.workload_attribute.to_owned()],
+        runtime_type: profile.runtime_type.to_owned(),
     };
     Ok(store_module::render(layout, &parsed.source.name, &target)?)
+}
+
+/// The provider named for a host class's type the store does not have.
+const ABSENT: &str = "(none: not in this store)";
+
+/// Which of the host classes' store grants a profile's names are.
+fn host_grants(profile: &Profile) -> HostGrants {
+    match profile.name {
+        ProfileName::Refpolicy => HostGrants::Refpolicy,
+        ProfileName::ContainerSelinux => HostGrants::ContainerSelinux,
+    }
 }
 
 /// What step 3 compiled and proved.

@@ -391,12 +391,7 @@ fn boot_services(
     set: &mut Builder,
 ) -> Result<(), UnitsError> {
     let tops = top_directories(layout);
-    let mut operands = tops.clone();
-    for held in &image.held {
-        if !tops.iter().any(|top| is_within(&held.target, top)) {
-            operands.push(held.target.clone());
-        }
-    }
+    let operands = relabel_operands(&tops, image);
     for path in tops
         .iter()
         .chain(&operands)
@@ -410,20 +405,62 @@ fn boot_services(
         .iter()
         .map(|u| u.unit.as_str())
         .collect();
-    let sysinit = ["sysinit.target".to_owned()];
-    let file_contexts = format!(
-        "/etc/selinux/{}/contexts/files/file_contexts",
-        options.policy_name
-    );
-
-    // Apply keeps what the image holds as symlinks, as the units do.
-    let mut apply_command = format!("{SEMANIFEST} apply --layout {LAYOUT_FILE}");
-    for held in &image.held {
-        apply_command.push_str(&format!(" --keep-symlink {}", held.path));
+    let services = [
+        apply_service(layout, image),
+        relabel_service(layout, &operands, options),
+    ];
+    for service in services {
+        write_boot_service(set, service, &tops, &runtime)?;
     }
-    // Ephemeral paths that are no tmpfs are emptied before they are
-    // placed (a path the image holds as a symlink, or below one, is not
-    // the layout's to empty; one below a tmpfs is empty anyway).
+    runtime_dropins(layout, set)
+}
+
+/// One of the two boot services, before it is written.
+struct BootService {
+    name: &'static str,
+    description: String,
+    purpose: &'static str,
+    after: Vec<&'static str>,
+    pre: Option<String>,
+    exec: String,
+}
+
+/// What the relabel unit walks: the top directories, and the targets of
+/// held symlinks outside them.
+fn relabel_operands(tops: &[String], image: &Image) -> Vec<String> {
+    let mut operands = tops.to_vec();
+    for held in &image.held {
+        if !tops.iter().any(|top| is_within(&held.target, top)) {
+            operands.push(held.target.clone());
+        }
+    }
+    operands
+}
+
+/// Prunes the ephemeral paths, then places the layout.
+fn apply_service(layout: &Layout, image: &Image) -> BootService {
+    // Apply keeps what the image holds as symlinks, as the units do.
+    let mut exec = format!("{SEMANIFEST} apply --layout {LAYOUT_FILE}");
+    for held in &image.held {
+        exec.push_str(&format!(" --keep-symlink {}", held.path));
+    }
+    BootService {
+        name: APPLY_SERVICE,
+        description: format!(
+            "Place the layout {} (directories, modes, owners, labels)",
+            layout.name
+        ),
+        purpose: "Makes every directory of the layout exist with its mode, owner and label.",
+        after: vec!["local-fs.target"],
+        pre: prune_command(layout, image),
+        exec,
+    }
+}
+
+/// Ephemeral paths that are no tmpfs are emptied before they are placed
+/// (a path the image holds as a symlink, or below one, is not the
+/// layout's to empty; one below a tmpfs is empty anyway).
+fn prune_command(layout: &Layout, image: &Image) -> Option<String> {
     let tmpfs: Vec<&str> = layout
         .paths
         .iter()
@@ -440,64 +477,74 @@ fn boot_services(
         .collect();
     // `-`: what a prune cannot empty (an immutable file, a mount placed
     // below) is in the journal, and the boot goes on to apply.
-    let prune_command = (!ephemeral.is_empty()).then(|| {
+    (!ephemeral.is_empty()).then(|| {
         format!(
             "-{SEMANIFEST} prune --layout {LAYOUT_FILE} {}",
             ephemeral.join(" ")
         )
-    });
-    let services = [
-        (
-            APPLY_SERVICE,
-            format!(
-                "Place the layout {} (directories, modes, owners, labels)",
-                layout.name
-            ),
-            "Makes every directory of the layout exist with its mode, owner and label.",
-            vec!["local-fs.target"],
-            prune_command,
-            apply_command,
-        ),
-        (
-            RELABEL_SERVICE,
-            format!(
-                "Label {} as the layout {} says",
-                operands.join(" "),
-                layout.name
-            ),
-            "Writes the type of every object below the layout's directories as file_contexts says, skipping the subtrees whose specs did not change since their last full check (their digests match); semanifest.relabel=full on the kernel command line, or the file /etc/semanifest/force-full-relabel (removed after a pass without errors), forces a full pass.",
-            vec!["local-fs.target", APPLY_SERVICE],
-            None,
-            format!(
-                "{SEMANIFEST} relabel --type-only --skip-unchanged --file-contexts {file_contexts} {}",
-                operands.join(" ")
-            ),
-        ),
-    ];
-    for (name, description, purpose, after, pre, exec) in services {
-        let mut text = set.unit_text(purpose);
-        text.section("Unit")
-            .set("Description", &description)
-            .set("DefaultDependencies", "no")
-            .set("RequiresMountsFor", &tops.join(" "))
-            .set("After", &after.join(" "));
-        let mut before = runtime.clone();
-        before.push("shutdown.target");
-        text.set("Before", &before.join(" "))
-            .set("Conflicts", "shutdown.target")
-            .comment("The runtime units require this one, so stopping it would stop them: run the command itself to do it again.")
-            .set("RefuseManualStop", "yes");
-        text.section("Service")
-            .set("Type", "oneshot")
-            .set("RemainAfterExit", "yes");
-        if let Some(pre) = &pre {
-            text.comment("Empties the ephemeral paths on disk; what it cannot empty is reported and does not stop the boot.")
-                .set("ExecStartPre", pre);
-        }
-        text.set("ExecStart", &exec);
-        set.unit(name, text, &sysinit)?;
-    }
+    })
+}
 
+/// Labels what is below the layout's directories, after apply.
+fn relabel_service(
+    layout: &Layout,
+    operands: &[String],
+    options: &UnitsOptions<'_>,
+) -> BootService {
+    let file_contexts = format!(
+        "/etc/selinux/{}/contexts/files/file_contexts",
+        options.policy_name
+    );
+    BootService {
+        name: RELABEL_SERVICE,
+        description: format!(
+            "Label {} as the layout {} says",
+            operands.join(" "),
+            layout.name
+        ),
+        purpose: "Writes the type of every object below the layout's directories as file_contexts says, skipping the subtrees whose specs did not change since their last full check (their digests match); semanifest.relabel=full on the kernel command line, or the file /etc/semanifest/force-full-relabel (removed after a pass without errors), forces a full pass.",
+        after: vec!["local-fs.target", APPLY_SERVICE],
+        pre: None,
+        exec: format!(
+            "{SEMANIFEST} relabel --type-only --skip-unchanged --file-contexts {file_contexts} {}",
+            operands.join(" ")
+        ),
+    }
+}
+
+/// A oneshot early-boot unit, ordered before the runtime units and
+/// shutdown, wanted by `sysinit.target`.
+fn write_boot_service(
+    set: &mut Builder,
+    service: BootService,
+    tops: &[String],
+    runtime: &[&str],
+) -> Result<(), UnitsError> {
+    let mut text = set.unit_text(service.purpose);
+    text.section("Unit")
+        .set("Description", &service.description)
+        .set("DefaultDependencies", "no")
+        .set("RequiresMountsFor", &tops.join(" "))
+        .set("After", &service.after.join(" "));
+    let mut before = runtime.to_vec();
+    before.push("shutdown.target");
+    text.set("Before", &before.join(" "))
+        .set("Conflicts", "shutdown.target")
+        .comment("The runtime units require this one, so stopping it would stop them: run the command itself to do it again.")
+        .set("RefuseManualStop", "yes");
+    text.section("Service")
+        .set("Type", "oneshot")
+        .set("RemainAfterExit", "yes");
+    if let Some(pre) = &service.pre {
+        text.comment("Empties the ephemeral paths on disk; what it cannot empty is reported and does not stop the boot.")
+            .set("ExecStartPre", pre);
+    }
+    text.set("ExecStart", &service.exec);
+    set.unit(service.name, text, &["sysinit.target".to_owned()])
+}
+
+/// A drop-in per runtime unit: it requires both boot services.
+fn runtime_dropins(layout: &Layout, set: &mut Builder) -> Result<(), UnitsError> {
     for unit in &layout.node.runtime {
         let mut text = set.unit_text(&format!(
             "{} starts only on a /var the layout placed and labelled: if either service fails, it does not start.",

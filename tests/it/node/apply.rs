@@ -33,7 +33,7 @@ const PLACED: &[(&str, u32, &str)] = &[
         0o755,
         "kubelet_pod_resources_t",
     ),
-    ("var/lib/containerd", 0o711, "containerd_var_t"),
+    ("var/lib/containerd", 0o700, "containerd_var_t"),
     (
         "var/lib/containerd/io.containerd.snapshotter.v1.overlayfs",
         0o700,
@@ -247,7 +247,7 @@ fn drift_in_mode_owner_and_label_is_reported_then_repaired() {
         assert_eq!(
             stdout_of(&check),
             format!(
-                "drift {}: mode 0777 -> 0711\n\
+                "drift {}: mode 0777 -> 0700\n\
                  drift {}: label system_u:object_r:var_t:s0 -> system_u:object_r:var_log_t:s0\n\
                  drift {}: owner 0:0 -> 1000:1000\n",
                 shown(&containerd),
@@ -272,7 +272,7 @@ fn drift_in_mode_owner_and_label_is_reported_then_repaired() {
             .map(|c| c["change"].as_str().expect("kind"))
             .collect();
         assert_eq!(kinds, ["mode", "label", "owner"]);
-        assert_eq!(mode_of(&containerd), 0o711);
+        assert_eq!(mode_of(&containerd), 0o700);
         assert_eq!(owner_of(&mnt), (1000, 1000));
         assert_eq!(
             label_of(&log).as_deref(),
@@ -410,9 +410,10 @@ fn a_read_only_filesystem_is_reported_and_left_alone() {
     let mut arena = Arena::new(Fs::Ext4);
     let output = arena.on_root("apply", &[]);
     assert!(output.status.success(), "{}", stderr_of(&output));
+    // The mode containerd gave its root before it made it 0700.
     fs::set_permissions(
         arena.path("var/lib/containerd"),
-        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+        std::os::unix::fs::PermissionsExt::from_mode(0o711),
     )
     .expect("chmod");
     fs::remove_dir(arena.path("var/log/audit")).expect("rmdir");

@@ -64,7 +64,7 @@ fn check_labels_reports_mode_owner_missing_and_blocked_directories() {
                 "apply-drift".to_owned(),
                 "error".to_owned(),
                 format!(
-                    "{} has mode 0755, the layout says 0711",
+                    "{} has mode 0755, the layout says 0700",
                     shown("var/lib/containerd")
                 )
             ),

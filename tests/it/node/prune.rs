@@ -695,11 +695,11 @@ fn permission_errors_are_reported_and_the_rest_pruned() {
             .output()
             .expect("setpriv")
     };
-    // As nobody: containerd (0711) cannot be listed, then (0755) the
+    // As nobody: containerd (0700) cannot be listed, then (0755) the
     // trash cannot be made; nothing moves.
     for (mode, line) in [
         (
-            0o711,
+            0o700,
             format!("{}: cannot open: Permission denied", containerd.display()),
         ),
         (
@@ -722,7 +722,7 @@ fn permission_errors_are_reported_and_the_rest_pruned() {
         );
         assert_eq!(digest(&arena.path("var")), before);
     }
-    fs::set_permissions(&containerd, fs::Permissions::from_mode(0o711)).expect("chmod");
+    fs::set_permissions(&containerd, fs::Permissions::from_mode(0o700)).expect("chmod");
 
     // As root, an immutable entry cannot move and one deep in a tree
     // cannot be deleted: both named, everything else goes.
@@ -1025,6 +1025,10 @@ fn bad_selections_are_refused_before_anything_changes() {
         (
             &["--lifecycle", "persistent"][..],
             "persistent paths are never pruned by lifecycle",
+        ),
+        (
+            &["--lifecycle", "forever"][..],
+            "unknown lifecycle `forever` (expected `cache` or `ephemeral`)",
         ),
         (
             &["--lifecycle", "cache", "/var/mnt"][..],

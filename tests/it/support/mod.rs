@@ -203,3 +203,51 @@ pub fn default_layout_line(after: &str, line: &str) -> usize {
 pub fn etcd_protected_line() -> usize {
     default_layout_line("- path: /var/lib/etcd", "protected: true")
 }
+
+/// [`libsepol_verdict`] for many questions on one policy, loaded once:
+/// each `(source, target, class, perm)` (full contexts) gets its verdict
+/// name, in order.
+pub fn libsepol_verdicts(policy: &Path, queries: &[[String; 4]]) -> Vec<String> {
+    let python = Path::new("/usr/bin/python3");
+    assert!(
+        python.is_file(),
+        "/usr/bin/python3 missing: apt-get install python3-selinux"
+    );
+    let script = r#"
+import sys
+try:
+    import selinux.audit2why as a
+except ImportError:
+    sys.exit("python3-selinux is missing: apt-get install python3-selinux")
+a.init(sys.argv[1])
+names = {a.ALLOW: "allow", a.CONSTRAINT: "constraint", a.TERULE: "terule", a.BOOLEAN: "boolean", a.BADTCON: "badtcon", a.BADSCON: "badscon"}
+for line in sys.stdin:
+    source, target, tclass, perm = line.split()
+    rc, _ = a.analyze(source, target, tclass, [perm])
+    print(names.get(rc, rc))
+"#;
+    let input: String = queries
+        .iter()
+        .map(|q| format!("{}\n", q.join(" ")))
+        .collect();
+    let mut child = Command::new(python)
+        .args(["-c", script])
+        .arg(policy)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("run python3");
+    {
+        use std::io::Write as _;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(input.as_bytes()).unwrap();
+    }
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "audit2why failed");
+    let verdicts: Vec<String> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(verdicts.len(), queries.len(), "one verdict per question");
+    verdicts
+}

@@ -44,6 +44,11 @@ pub struct Args {
     /// (`:rw`, the default, for a writable one). Repeat for more.
     #[arg(long = "mount", value_name = "HOST:CONTAINER[:ro|rw]", value_parser = parse_mount)]
     pub mounts: Vec<Mount>,
+    /// A capability added to the runtime's default set, as a container's
+    /// securityContext.capabilities.add names it (SYS_ADMIN). Repeat for
+    /// more.
+    #[arg(long = "cap-add", value_name = "CAP")]
+    pub cap_add: Vec<String>,
     /// The pod's name (metadata.name); its namespace is `default`.
     #[arg(long, value_name = "NAME", default_value = "cri-run")]
     pub name: String,
@@ -123,6 +128,8 @@ mod tests {
             "spc_t",
             "--mount",
             "/var:/host",
+            "--cap-add",
+            "SYS_ADMIN",
             "--",
             "sh",
             "-c",
@@ -131,6 +138,7 @@ mod tests {
         .unwrap();
         assert_eq!(args.selinux_type.as_deref(), Some("spc_t"));
         assert_eq!(args.command, ["sh", "-c", "ls /host"]);
+        assert_eq!(args.cap_add, ["SYS_ADMIN"]);
         assert!(Args::try_parse_from(["cri-run"]).is_err());
     }
 }

@@ -9,7 +9,7 @@ use anyhow::{Context as _, Result};
 use hyper_util::rt::TokioIo;
 use k8s_cri::v1::runtime_service_client::RuntimeServiceClient;
 use k8s_cri::v1::{
-    security_profile::ProfileType, ContainerConfig, ContainerMetadata, ContainerState,
+    security_profile::ProfileType, Capability, ContainerConfig, ContainerMetadata, ContainerState,
     ContainerStatusRequest, CreateContainerRequest, ImageSpec, LinuxContainerConfig,
     LinuxContainerSecurityContext, LinuxPodSandboxConfig, LinuxSandboxSecurityContext, Mount,
     MountPropagation, NamespaceMode, NamespaceOption, PodSandboxConfig, PodSandboxMetadata,
@@ -216,6 +216,10 @@ fn container_config(args: &Args, uid: &str) -> ContainerConfig {
             security_context: Some(LinuxContainerSecurityContext {
                 namespace_options: Some(namespaces()),
                 selinux_options,
+                capabilities: (!args.cap_add.is_empty()).then(|| Capability {
+                    add_capabilities: args.cap_add.clone(),
+                    ..Default::default()
+                }),
                 masked_paths: MASKED_PATHS.map(str::to_owned).to_vec(),
                 readonly_paths: READONLY_PATHS.map(str::to_owned).to_vec(),
                 seccomp: Some(unconfined()),

@@ -24,6 +24,8 @@ pub struct Inputs<'a> {
     pub policy: &'a Path,
     /// The refpolicy stores, when a boot loads them.
     pub refpolicy: Option<&'a Path>,
+    /// The Fedora stores, when a boot loads them.
+    pub fedora: Option<&'a Path>,
     /// The modules in load order.
     pub modules: &'a [String],
     /// The guests' plan (plan::Plan::guest_text).
@@ -101,7 +103,10 @@ pub fn build(work: &Path, inputs: &Inputs<'_>) -> Result<PathBuf> {
     if let Some(refpolicy) = inputs.refpolicy {
         copy_tree(refpolicy, &root.join("etc/semanifest/refpolicy"))?;
     }
-    // Boot 3 enters init_t the way a service manager does: through a file
+    if let Some(fedora) = inputs.fedora {
+        copy_tree(fedora, &root.join("etc/semanifest/fedora"))?;
+    }
+    // The store boots enter init_t the way a service manager does: through a file
     // of init's entry type (a copy of busybox, so labelled on its own).
     install(busybox, &root.join("usr/libexec/testvm/sh"), 0o755)?;
     let guest = inputs.testvm.join("guest");

@@ -1,5 +1,6 @@
 //! Boot 3 runs Debian's refpolicy store (with its container module), first
-//! as shipped and then with the layout's module installed by semodule: the
+//! as shipped, then with the layout's module installed by semodule, then
+//! with the module built without auditd's owner grant (the control): the
 //! guest boots each store's own policy.33 and file_contexts, not our
 //! prediction of them. The two policies depend on the packages, the
 //! semanifest binary and the store script only, so they are cached in
@@ -10,8 +11,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 
+use crate::assets::store_module;
 use crate::host::{self, say};
 
 const PACKAGES: [&str; 6] = [
@@ -30,6 +32,8 @@ fn key(repo: &Path, semanifest: &Path) -> Result<String> {
         Command::new("dpkg-query").arg("-W").args(PACKAGES),
         "dpkg-query -W",
     )?;
+    // What this file does with them: the stores it builds.
+    text.push_str(&format!("variants {}\n", VARIANTS.join(" ")));
     for (name, path) in [
         ("semanifest", semanifest.to_owned()),
         ("refpolicy-store", repo.join("scripts/refpolicy-store")),
@@ -39,17 +43,21 @@ fn key(repo: &Path, semanifest: &Path) -> Result<String> {
     Ok(host::sha256_bytes(text.as_bytes())[..16].to_owned())
 }
 
-/// `cache/refpolicy/KEY` with `stock/` and `module/`, each holding
-/// policy.33, file_contexts and file_contexts.subs_dist.
+/// `cache/refpolicy/KEY` with `stock/`, `module/` and `no-owner/` (the
+/// module built from the layout without auditd's owner grant: the
+/// control), each holding policy.33, file_contexts and
+/// file_contexts.subs_dist.
 pub fn ensure(repo: &Path, cache: &Path, work: &Path, semanifest: &Path) -> Result<PathBuf> {
     let key = key(repo, semanifest)?;
     let dir = cache.join("refpolicy").join(&key);
-    let nonempty = |p: PathBuf| fs::metadata(p).is_ok_and(|m| m.len() > 0);
-    if nonempty(dir.join("stock/policy.33")) && nonempty(dir.join("module/policy.33")) {
+    if VARIANTS
+        .iter()
+        .all(|v| store_module::complete(&dir.join(v), *v != "stock"))
+    {
         say(format!("refpolicy stores: cached ({key})"));
         return Ok(dir);
     }
-    say("refpolicy stores: Debian's store + container module, then + the layout's module");
+    say("refpolicy stores: Debian's store + container module, then + the layout's module, then + the module without its store owners");
     let _ = fs::remove_dir_all(cache.join("refpolicy"));
     let partial = cache.join("refpolicy").join(format!("{key}.partial"));
     fs::create_dir_all(&partial)?;
@@ -59,45 +67,27 @@ pub fn ensure(repo: &Path, cache: &Path, work: &Path, semanifest: &Path) -> Resu
         &work.join("refpolicy-store.log"),
         "scripts/refpolicy-store",
     )?;
-    copy_store_policy(&store, &partial.join("stock"))?;
-    let module_out = work.join("refpolicy-module");
-    host::run_logged(
-        Command::new(semanifest)
-            .args(["build", "--target", "module", "--against"])
-            .arg(&store)
-            .arg("--out")
-            .arg(&module_out),
-        &work.join("refpolicy-build.log"),
-        "build --target module",
+    store_module::copy_policy(&store, &partial.join("stock"))?;
+    store_module::install(
+        semanifest,
+        &store,
+        None,
+        work,
+        "refpolicy",
+        &partial.join("module"),
     )?;
-    host::run_logged(
-        Command::new("semodule")
-            .args(["-n", "-p"])
-            .arg(&store)
-            .args(["-X", "400", "-i"])
-            .arg(module_out.join("structured_var.cil")),
-        &work.join("semodule.log"),
-        "semodule -i structured_var.cil",
+    let no_owner = store_module::layout_without_owner(semanifest, work)?;
+    store_module::install(
+        semanifest,
+        &store,
+        Some(&no_owner),
+        work,
+        "refpolicy-no-owner",
+        &partial.join("no-owner"),
     )?;
-    copy_store_policy(&store, &partial.join("module"))?;
     fs::rename(&partial, &dir)?;
     Ok(dir)
 }
 
-/// The binary policy and the text file_contexts (with its .subs_dist) the
-/// store at `root` installed.
-fn copy_store_policy(root: &Path, dest: &Path) -> Result<()> {
-    let etc = root.join("etc/selinux/default");
-    fs::create_dir_all(dest)?;
-    for file in [
-        "policy/policy.33",
-        "contexts/files/file_contexts",
-        "contexts/files/file_contexts.subs_dist",
-    ] {
-        let from = etc.join(file);
-        let name = from.file_name().context("a file name")?;
-        fs::copy(&from, dest.join(name))
-            .with_context(|| format!("cannot copy {}", from.display()))?;
-    }
-    Ok(())
-}
+/// The stores boot 3 loads, by directory: guest/suite's `refpolicy-NAME`.
+const VARIANTS: [&str; 3] = ["stock", "module", "no-owner"];

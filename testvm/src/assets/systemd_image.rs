@@ -114,6 +114,9 @@ pub fn build(
             .arg(&layout)
             .arg("--out")
             .arg(work.join("systemd-policy"))
+            // spc_t, the privileged domain the agents' control runs in.
+            .arg("--include")
+            .arg(testvm.join("guest/systemd/privileged.cil"))
             .arg("--install-root")
             .arg(&root),
         &work.join("systemd-build.log"),

@@ -38,6 +38,7 @@ code!(BOOLEAN_GRANTS, "boolean-grants", LAYOUT_VALUE);
 code!(CAPACITY_LIMIT, "capacity-limit", LAYOUT_VALUE);
 code!(CAPACITY_INODES, "capacity-inodes", LAYOUT_VALUE);
 code!(MOUNT_OPTION, "mount-option", LAYOUT_VALUE);
+code!(PRIVILEGED_EXCEPTION, "privileged-exception", LAYOUT_VALUE);
 
 code!(CAPACITY_PROJECT, "capacity-project", LAYOUT_CAPACITY);
 code!(CAPACITY_TMPFS, "capacity-tmpfs", LAYOUT_CAPACITY);

@@ -69,6 +69,27 @@ pub(crate) struct RawSpec {
     /// policy ignores it.
     #[serde(default)]
     pub store: Option<RawStore>,
+    /// Workloads accepted as privileged (`privileged: true`, unconfined):
+    /// `check --k8s` reports them as notes with the reason instead of
+    /// errors. Their protected paths stay errors.
+    #[serde(default, rename = "privilegedExceptions")]
+    pub privileged_exceptions: Vec<RawPrivilegedException>,
+}
+
+/// A workload the layout accepts as privileged, by namespace and name.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawPrivilegedException {
+    /// The workload's `metadata.namespace` (a manifest without one is
+    /// matched as `default`).
+    #[schemars(schema_with = "schema::namespace")]
+    pub namespace: Spanned<String>,
+    /// The workload's `metadata.name` (the DaemonSet, Deployment, Pod…).
+    #[schemars(schema_with = "schema::object_name")]
+    pub name: Spanned<String>,
+    /// Why it must run unconfined: shown beside every note it excuses.
+    #[schemars(schema_with = "schema::reason")]
+    pub reason: Spanned<String>,
 }
 
 /// Settings for `--target module`.

@@ -32,6 +32,11 @@ pub(crate) const LAYOUT_NAME_PATTERN: &str = "^[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?
 pub(crate) const DOMAIN_KEY_PATTERN: &str = "^[a-z][a-z0-9_-]*$";
 /// A SELinux type name as this project writes them.
 pub(crate) const TYPE_NAME_PATTERN: &str = "^[a-z][a-z0-9_]*_t$";
+/// A Kubernetes object name (`metadata.name` of a workload): a DNS
+/// subdomain of at most 253 characters.
+pub(crate) const OBJECT_NAME_PATTERN: &str = r"^[a-z0-9](?:[a-z0-9.-]{0,251}[a-z0-9])?$";
+/// A reason: some text that is not only whitespace.
+pub(crate) const REASON_PATTERN: &str = r"\S";
 /// An octal mode of three or four digits.
 pub(crate) const MODE_PATTERN: &str = "^[0-7]{3,4}$";
 /// A user name, or numeric `uid:gid` (each at most 10 digits; values above
@@ -75,6 +80,19 @@ pub(super) fn kind(_: &mut SchemaGenerator) -> Schema {
 
 pub(super) fn layout_name(_: &mut SchemaGenerator) -> Schema {
     json_schema!({ "type": "string", "pattern": LAYOUT_NAME_PATTERN })
+}
+
+/// A namespace is a DNS label, as a layout name is.
+pub(super) fn namespace(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({ "type": "string", "pattern": LAYOUT_NAME_PATTERN })
+}
+
+pub(super) fn object_name(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({ "type": "string", "pattern": OBJECT_NAME_PATTERN })
+}
+
+pub(super) fn reason(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({ "type": "string", "pattern": REASON_PATTERN })
 }
 
 pub(super) fn text(_: &mut SchemaGenerator) -> Schema {

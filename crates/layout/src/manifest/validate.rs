@@ -7,7 +7,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use serde_saphyr::Spanned;
 
 use super::codes;
-use super::raw::{RawCapacity, RawDomain, RawLayout, RawNode, RawPath, RawStore};
+use super::raw::{
+    Entries, Levels, RawCapacity, RawDomain, RawLayout, RawMount, RawNode, RawPath,
+    RawPrivilegedException, RawStore,
+};
 use super::schema::{self, API_VERSION, KIND};
 use super::BaseFacts;
 use crate::diag::{Code, Diagnostic, Pos};
@@ -15,8 +18,8 @@ use crate::model::capability::{self, Capability, CAPABILITIES};
 use crate::model::host::{self, BeyondLabels, HOST_CLASSES};
 use crate::model::{
     is_within, Access, AccessLevel, BooleanGrants, Capacity, Domain, HostGrant, Layout, Lifecycle,
-    Mount, MountFlag, NodeBoot, Owner, PathRule, Propagation, RuntimeUnit, Size, StoreOptions,
-    StoreOwner,
+    Mount, MountFlag, NodeBoot, Owner, PathRule, PrivilegedException, Propagation, RuntimeUnit,
+    Size, StoreOptions, StoreOwner,
 };
 
 fn pos(value: &Spanned<String>) -> Pos {
@@ -150,6 +153,8 @@ fn check_layout(raw: &RawLayout, checker: &mut Checker<'_>) -> Layout {
     check_capacities(&paths, checker);
     let node = check_node(raw.spec.node.as_ref(), checker);
     let store = check_store(raw.spec.store.as_ref(), checker);
+    let privileged_exceptions =
+        check_privileged_exceptions(&raw.spec.privileged_exceptions, checker);
 
     Layout {
         name: name.value.clone(),
@@ -159,7 +164,90 @@ fn check_layout(raw: &RawLayout, checker: &mut Checker<'_>) -> Layout {
         paths,
         node,
         store,
+        privileged_exceptions,
     }
+}
+
+/// `spec.privilegedExceptions`: each a namespace (a DNS label), a workload
+/// name (a DNS subdomain) and a reason, each (namespace, name) once.
+fn check_privileged_exceptions(
+    raw: &[RawPrivilegedException],
+    checker: &mut Checker<'_>,
+) -> Vec<PrivilegedException> {
+    let mut exceptions: Vec<PrivilegedException> = Vec::new();
+    for entry in raw {
+        let mut valid = true;
+        if !is_dns_label(&entry.namespace.value) {
+            valid = false;
+            checker
+                .error(
+                    &codes::PRIVILEGED_EXCEPTION,
+                    pos(&entry.namespace),
+                    format!("invalid namespace `{}`", entry.namespace.value),
+                )
+                .help("a namespace is a DNS label: lowercase letters, digits and `-`, at most 63 characters");
+        }
+        if !is_object_name(&entry.name.value) {
+            valid = false;
+            checker
+                .error(
+                    &codes::PRIVILEGED_EXCEPTION,
+                    pos(&entry.name),
+                    format!("invalid workload name `{}`", entry.name.value),
+                )
+                .help("name the workload as its metadata.name: lowercase letters, digits, `-` and `.`, at most 253 characters");
+        }
+        if entry.reason.value.trim().is_empty() {
+            valid = false;
+            checker
+                .error(
+                    &codes::PRIVILEGED_EXCEPTION,
+                    pos_of(&entry.reason, 0),
+                    "a privileged exception needs a reason",
+                )
+                .help("say why the workload must run unconfined; reviews and every note it excuses show it");
+        }
+        if let Some(first) = exceptions
+            .iter()
+            .find(|e| e.namespace == entry.namespace.value && e.name == entry.name.value)
+        {
+            valid = false;
+            checker
+                .error(
+                    &codes::PRIVILEGED_EXCEPTION,
+                    pos(&entry.name),
+                    format!(
+                        "workload `{}/{}` is excepted twice",
+                        entry.namespace.value, entry.name.value
+                    ),
+                )
+                .help(format!(
+                    "first excepted at line {}; keep one entry",
+                    first.pos.line
+                ));
+        }
+        if valid {
+            exceptions.push(PrivilegedException {
+                namespace: entry.namespace.value.clone(),
+                name: entry.name.value.clone(),
+                reason: entry.reason.value.trim().to_owned(),
+                pos: pos(&entry.name),
+            });
+        }
+    }
+    exceptions
+}
+
+/// A Kubernetes object name: a DNS subdomain (RFC 1123) of at most 253
+/// characters.
+fn is_object_name(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let inner = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
+    !bytes.is_empty()
+        && bytes.len() <= 253
+        && bytes.first().is_some_and(inner)
+        && bytes.last().is_some_and(inner)
+        && bytes.iter().all(|b| inner(b) || *b == b'-' || *b == b'.')
 }
 
 /// `spec.store`: how the module target treats boolean-only grants.
@@ -410,107 +498,155 @@ struct AgentFields {
 /// vocabulary admits.
 fn check_agent(key: &str, raw: &RawDomain, checker: &mut Checker<'_>) -> AgentFields {
     let is_agent = flag(&raw.agent);
-    let agent_pos = raw.agent.as_ref().map(|a| pos_of(a, 4));
-    if let Some(at) = agent_pos.filter(|_| is_agent) {
-        if flag(&raw.workload) {
-            checker
-                .error(
-                    &codes::AGENT_WORKLOAD,
-                    at,
-                    format!("domain `{key}` is both a workload and an agent"),
-                )
-                .help("a workload is a pod with hostPath volumes, MCS-separated and granted no host classes; an agent is a node DaemonSet with its own grants: pick one");
-        }
-        if flag(&raw.trusted) {
-            checker
-                .error(
-                    &codes::AGENT_TRUSTED,
-                    at,
-                    format!("agent domain `{key}` cannot be trusted"),
-                )
-                .help("agents run third-party DaemonSets; grant the paths and host classes it needs instead");
-        }
-    }
-    let mut fields = AgentFields {
+    check_agent_role(key, raw, is_agent, checker);
+    let mcs = check_agent_mcs(key, raw, is_agent, checker);
+    let host = check_host_grants(key, raw, is_agent, checker);
+    let (capabilities, sys_admin) = check_capabilities(key, raw, is_agent, checker);
+    check_bpf_sys_admin(key, &host, sys_admin, checker);
+    warn_beyond_labels(key, &host, checker);
+    AgentFields {
         is_agent,
-        mcs: false,
-        host: Vec::new(),
-        capabilities: Vec::new(),
+        mcs,
+        host,
+        capabilities,
+    }
+}
+
+/// An agent is neither a workload nor trusted.
+fn check_agent_role(key: &str, raw: &RawDomain, is_agent: bool, checker: &mut Checker<'_>) {
+    let agent_pos = raw.agent.as_ref().map(|a| pos_of(a, 4));
+    let Some(at) = agent_pos.filter(|_| is_agent) else {
+        return;
     };
-    if let Some(mcs) = &raw.mcs {
-        if is_agent {
-            fields.mcs = mcs.value;
-        } else {
-            let why = if flag(&raw.workload) {
-                "workloads are always MCS-separated"
-            } else {
-                "the runtime gives categories only to the containers it starts"
-            };
+    if flag(&raw.workload) {
+        checker
+            .error(
+                &codes::AGENT_WORKLOAD,
+                at,
+                format!("domain `{key}` is both a workload and an agent"),
+            )
+            .help("a workload is a pod with hostPath volumes, MCS-separated and granted no host classes; an agent is a node DaemonSet with its own grants: pick one");
+    }
+    if flag(&raw.trusted) {
+        checker
+            .error(
+                &codes::AGENT_TRUSTED,
+                at,
+                format!("agent domain `{key}` cannot be trusted"),
+            )
+            .help("agents run third-party DaemonSets; grant the paths and host classes it needs instead");
+    }
+}
+
+/// `mcs`: whether an agent's containers get categories; nothing else may say.
+fn check_agent_mcs(key: &str, raw: &RawDomain, is_agent: bool, checker: &mut Checker<'_>) -> bool {
+    let Some(mcs) = &raw.mcs else {
+        return false;
+    };
+    if is_agent {
+        return mcs.value;
+    }
+    let why = if flag(&raw.workload) {
+        "workloads are always MCS-separated"
+    } else {
+        "the runtime gives categories only to the containers it starts"
+    };
+    checker
+        .error(
+            &codes::AGENT_FIELD,
+            pos_of(mcs, 4),
+            format!("`mcs` is for agent domains, and `{key}` is none"),
+        )
+        .help(format!("{why}; remove `mcs`, or add `agent: true`"));
+    false
+}
+
+/// `host`: the host classes an agent is granted, sorted by class name.
+fn check_host_grants(
+    key: &str,
+    raw: &RawDomain,
+    is_agent: bool,
+    checker: &mut Checker<'_>,
+) -> Vec<HostGrant> {
+    let Some(host) = &raw.host else {
+        return Vec::new();
+    };
+    if !is_agent {
+        checker
+            .error(
+                &codes::AGENT_FIELD,
+                pos_of(host, 0),
+                format!("`host` is for agent domains, and `{key}` is none"),
+            )
+            .help("add `agent: true` if the runtime starts this domain for a node DaemonSet");
+    }
+    let mut grants: Vec<HostGrant> = host
+        .value
+        .0
+        .iter()
+        .filter_map(|(name, levels)| check_host_grant(name, levels, checker))
+        .collect();
+    grants.sort_by_key(|grant| grant.class.name);
+    grants
+}
+
+/// One `class: [levels]` entry of `host`: a known class, at levels it admits.
+fn check_host_grant(
+    name: &Spanned<String>,
+    levels: &Spanned<Levels>,
+    checker: &mut Checker<'_>,
+) -> Option<HostGrant> {
+    let Some(class) = host::class(&name.value) else {
+        let known: Vec<&str> = HOST_CLASSES.iter().map(|c| c.name).collect();
+        checker
+            .error(
+                &codes::HOST_CLASS,
+                pos(name),
+                format!("unknown host class `{}`", name.value),
+            )
+            .help(format!(
+                "host classes: {} (docs/agents.md says what each covers)",
+                known.join(", ")
+            ));
+        return None;
+    };
+    let mut admitted = true;
+    for level in &levels.value.0 {
+        if AccessLevel::from_name(level).is_some() && !class.admits(level) {
+            admitted = false;
             checker
                 .error(
-                    &codes::AGENT_FIELD,
-                    pos_of(mcs, 4),
-                    format!("`mcs` is for agent domains, and `{key}` is none"),
+                    &codes::HOST_LEVEL,
+                    Pos {
+                        width: level.chars().count() as u32,
+                        ..Pos::of(&levels.referenced, 0)
+                    },
+                    format!("host class `{}` does not admit `{level}`", class.name),
                 )
-                .help(format!("{why}; remove `mcs`, or add `agent: true`"));
+                .help(format!(
+                    "`{}` admits {}: {}",
+                    class.name,
+                    class.levels.join(", "),
+                    class.summary
+                ));
         }
     }
-    if let Some(host) = &raw.host {
-        if !is_agent {
-            checker
-                .error(
-                    &codes::AGENT_FIELD,
-                    pos_of(host, 0),
-                    format!("`host` is for agent domains, and `{key}` is none"),
-                )
-                .help("add `agent: true` if the runtime starts this domain for a node DaemonSet");
-        }
-        for (name, levels) in &host.value.0 {
-            let Some(class) = host::class(&name.value) else {
-                let known: Vec<&str> = HOST_CLASSES.iter().map(|c| c.name).collect();
-                checker
-                    .error(
-                        &codes::HOST_CLASS,
-                        pos(name),
-                        format!("unknown host class `{}`", name.value),
-                    )
-                    .help(format!(
-                        "host classes: {} (docs/agents.md says what each covers)",
-                        known.join(", ")
-                    ));
-                continue;
-            };
-            let mut admitted = true;
-            for level in &levels.value.0 {
-                if AccessLevel::from_name(level).is_some() && !class.admits(level) {
-                    admitted = false;
-                    checker
-                        .error(
-                            &codes::HOST_LEVEL,
-                            Pos {
-                                width: level.chars().count() as u32,
-                                ..Pos::of(&levels.referenced, 0)
-                            },
-                            format!("host class `{}` does not admit `{level}`", class.name),
-                        )
-                        .help(format!(
-                            "`{}` admits {}: {}",
-                            class.name,
-                            class.levels.join(", "),
-                            class.summary
-                        ));
-                }
-            }
-            if let Some(access) = parse_levels(levels, checker).filter(|_| admitted) {
-                fields.host.push(HostGrant {
-                    class,
-                    access,
-                    pos: pos(name),
-                });
-            }
-        }
-        fields.host.sort_by_key(|grant| grant.class.name);
-    }
+    let access = parse_levels(levels, checker).filter(|_| admitted)?;
+    Some(HostGrant {
+        class,
+        access,
+        pos: pos(name),
+    })
+}
+
+/// `capabilities`: the known, grantable ones beyond the default set, in
+/// vocabulary order, and where `sys_admin` was named (the BPF rule needs it).
+fn check_capabilities(
+    key: &str,
+    raw: &RawDomain,
+    is_agent: bool,
+    checker: &mut Checker<'_>,
+) -> (Vec<&'static Capability>, Option<Pos>) {
     if let Some(first) = raw.capabilities.first().filter(|_| !is_agent) {
         checker
             .error(
@@ -520,6 +656,7 @@ fn check_agent(key: &str, raw: &RawDomain, checker: &mut Checker<'_>) -> AgentFi
             )
             .help("add `agent: true` if the runtime starts this domain for a node DaemonSet");
     }
+    let mut capabilities: Vec<&'static Capability> = Vec::new();
     let mut sys_admin = None;
     for name in &raw.capabilities {
         match capability::capability(&name.value) {
@@ -540,8 +677,8 @@ fn check_agent(key: &str, raw: &RawDomain, checker: &mut Checker<'_>) -> AgentFi
                 if found.name == "sys_admin" {
                     sys_admin = Some(pos(name));
                 }
-                if !found.default && !fields.capabilities.contains(&found) {
-                    fields.capabilities.push(found);
+                if !found.default && !capabilities.contains(&found) {
+                    capabilities.push(found);
                 }
             }
             None => {
@@ -560,10 +697,18 @@ fn check_agent(key: &str, raw: &RawDomain, checker: &mut Checker<'_>) -> AgentFi
         }
     }
     let order = |c: &&Capability| CAPABILITIES.iter().position(|known| known == *c);
-    fields.capabilities.sort_by_key(order);
+    capabilities.sort_by_key(order);
+    (capabilities, sys_admin)
+}
 
-    let loads_bpf = fields
-        .host
+/// A BPF loader with `sys_admin` may load tracing programs.
+fn check_bpf_sys_admin(
+    key: &str,
+    host: &[HostGrant],
+    sys_admin: Option<Pos>,
+    checker: &mut Checker<'_>,
+) {
+    let loads_bpf = host
         .iter()
         .any(|grant| grant.class.name == "bpf" && grant.includes("write"));
     if let Some(at) = sys_admin.filter(|_| loads_bpf) {
@@ -575,7 +720,11 @@ fn check_agent(key: &str, raw: &RawDomain, checker: &mut Checker<'_>) -> AgentFi
             )
             .help("with sys_admin the kernel lets a BPF loader load tracing programs, which read kernel memory past every label; an eBPF dataplane needs `bpf` and `net_admin`, not `sys_admin`");
     }
-    for grant in &fields.host {
+}
+
+/// Warns of the host grants whose reach labels do not bound.
+fn warn_beyond_labels(key: &str, host: &[HostGrant], checker: &mut Checker<'_>) {
+    for grant in host {
         let why = match grant.class.beyond_labels {
             Some(BeyondLabels::RawDisk) => Some((
                 &codes::AGENT_RAW_DISK,
@@ -603,9 +752,18 @@ fn check_agent(key: &str, raw: &RawDomain, checker: &mut Checker<'_>) -> AgentFi
             );
         }
     }
-    fields
 }
 
+/// The names a path's rules check against: the domains declared, by key and
+/// by type.
+struct DomainNames<'a> {
+    keys: &'a HashMap<&'a str, usize>,
+    domains: &'a [Domain],
+    types: &'a BTreeSet<&'a str>,
+}
+
+/// One entry of `spec.paths`, each field checked on its own; the rule is
+/// returned when its path is usable, whatever else is wrong with it.
 fn check_path(
     raw: &RawPath,
     keys: &HashMap<&str, usize>,
@@ -613,9 +771,61 @@ fn check_path(
     domain_types: &BTreeSet<&str>,
     checker: &mut Checker<'_>,
 ) -> Option<PathRule> {
+    let names = DomainNames {
+        keys,
+        domains,
+        types: domain_types,
+    };
     let path_pos = pos(&raw.path);
     let path_ok = check_path_text(&raw.path.value, path_pos, checker);
+    let in_base = check_path_type(raw, path_pos, &names, checker);
+    let mode = check_mode(raw.mode.as_ref(), checker);
+    let owner = check_owner(raw.owner.as_ref(), checker);
+    let access = check_access(raw.access.as_ref(), &names, checker);
+    let lifecycle = check_lifecycle(raw.lifecycle.as_ref(), checker);
+    let mount = raw
+        .mount
+        .as_ref()
+        .map(|raw_mount| check_mount(raw, raw_mount, lifecycle, checker))
+        .unwrap_or_default();
+    let store_owners = check_store_owners(&raw.store_owners, &names, checker);
+    let capacity = raw
+        .capacity
+        .as_ref()
+        .and_then(|capacity| check_capacity(&raw.path.value, capacity, checker));
 
+    path_ok.then(|| PathRule {
+        path: raw.path.value.clone(),
+        type_name: raw.type_name.value.clone(),
+        type_in_base: in_base,
+        description: raw.description.clone(),
+        mode,
+        owner,
+        access,
+        protected: flag(&raw.protected),
+        host_path: flag(&raw.host_path),
+        removable: flag(&raw.removable),
+        lifecycle,
+        mount,
+        capacity,
+        pos: path_pos,
+        protected_pos: raw
+            .protected
+            .as_ref()
+            .filter(|p| p.value)
+            .map(|p| pos_of(p, 4)),
+        store_owners,
+    })
+}
+
+/// `type` and `baseType`: a new file type, or the base policy's on purpose,
+/// never a domain's. Returns whether the base policy has the type.
+fn check_path_type(
+    raw: &RawPath,
+    path_pos: Pos,
+    names: &DomainNames<'_>,
+    checker: &mut Checker<'_>,
+) -> bool {
     let type_name = &raw.type_name;
     check_type_name(type_name, checker);
     let declared_base = flag(&raw.base_type);
@@ -639,7 +849,7 @@ fn check_path(
             ),
         );
     }
-    if domain_types.contains(type_name.value.as_str()) {
+    if names.types.contains(type_name.value.as_str()) {
         checker
             .error(
                 &codes::TYPE_IS_DOMAIN,
@@ -651,161 +861,219 @@ fn check_path(
             )
             .help("file types and process types are separate; name this one e.g. `<name>_var_t`");
     }
+    in_base
+}
 
-    let mode = raw.mode.as_ref().and_then(|mode| {
-        let parsed = parse_mode(&mode.value);
-        if parsed.is_none() {
-            checker
-                .error(
-                    &codes::MODE,
-                    pos(mode),
-                    format!("invalid mode `{}`", mode.value),
-                )
-                .help("write the octal mode as a quoted string, e.g. mode: \"0750\"");
-        }
-        parsed
-    });
-    let owner = raw.owner.as_ref().and_then(|owner| {
-        let parsed = parse_owner(&owner.value);
-        if parsed.is_none() {
-            checker
-                .error(
-                    &codes::OWNER,
-                    pos(owner),
-                    format!("invalid owner `{}`", owner.value),
-                )
-                .help("use a user name (`etcd`) or numeric `uid:gid` (`1000:1000`)");
-        }
-        parsed
-    });
+/// `mode`: an octal string.
+fn check_mode(raw: Option<&Spanned<String>>, checker: &mut Checker<'_>) -> Option<u32> {
+    let mode = raw?;
+    let parsed = parse_mode(&mode.value);
+    if parsed.is_none() {
+        checker
+            .error(
+                &codes::MODE,
+                pos(mode),
+                format!("invalid mode `{}`", mode.value),
+            )
+            .help("write the octal mode as a quoted string, e.g. mode: \"0750\"");
+    }
+    parsed
+}
 
+/// `owner`: a user name or `uid:gid`.
+fn check_owner(raw: Option<&Spanned<String>>, checker: &mut Checker<'_>) -> Option<Owner> {
+    let owner = raw?;
+    let parsed = parse_owner(&owner.value);
+    if parsed.is_none() {
+        checker
+            .error(
+                &codes::OWNER,
+                pos(owner),
+                format!("invalid owner `{}`", owner.value),
+            )
+            .help("use a user name (`etcd`) or numeric `uid:gid` (`1000:1000`)");
+    }
+    parsed
+}
+
+/// `access`: levels per declared domain, by the domain's index.
+fn check_access(
+    raw: Option<&Spanned<Entries<Spanned<Levels>>>>,
+    names: &DomainNames<'_>,
+    checker: &mut Checker<'_>,
+) -> BTreeMap<usize, Access> {
     let mut access = BTreeMap::new();
-    if let Some(entries) = &raw.access {
-        for (key, levels) in &entries.value.0 {
-            let Some(&domain) = keys.get(key.value.as_str()) else {
-                let known: Vec<&str> = domains.iter().map(|d| d.key.as_str()).collect();
-                checker
-                    .error(
-                        &codes::UNKNOWN_DOMAIN,
-                        pos(key),
-                        format!("access for unknown domain `{}`", key.value),
-                    )
-                    .help(format!(
-                        "declare it under spec.domains (known: {})",
-                        known.join(", ")
-                    ));
-                continue;
-            };
-            if let Some(grant) = parse_levels(levels, checker) {
-                access.insert(domain, grant);
-            }
+    let Some(entries) = raw else {
+        return access;
+    };
+    for (key, levels) in &entries.value.0 {
+        let Some(&domain) = names.keys.get(key.value.as_str()) else {
+            let known: Vec<&str> = names.domains.iter().map(|d| d.key.as_str()).collect();
+            checker
+                .error(
+                    &codes::UNKNOWN_DOMAIN,
+                    pos(key),
+                    format!("access for unknown domain `{}`", key.value),
+                )
+                .help(format!(
+                    "declare it under spec.domains (known: {})",
+                    known.join(", ")
+                ));
+            continue;
+        };
+        if let Some(grant) = parse_levels(levels, checker) {
+            access.insert(domain, grant);
         }
     }
+    access
+}
 
-    let lifecycle = match raw.lifecycle.as_ref() {
-        None => Lifecycle::Persistent,
-        Some(value) => match Lifecycle::ALL.iter().find(|(name, _)| *name == value.value) {
-            Some((_, lifecycle)) => *lifecycle,
+/// `lifecycle`: persistent unless it says otherwise.
+fn check_lifecycle(raw: Option<&Spanned<String>>, checker: &mut Checker<'_>) -> Lifecycle {
+    let Some(value) = raw else {
+        return Lifecycle::Persistent;
+    };
+    match Lifecycle::ALL.iter().find(|(name, _)| *name == value.value) {
+        Some((_, lifecycle)) => *lifecycle,
+        None => {
+            checker
+                .error(
+                    &codes::LIFECYCLE,
+                    pos(value),
+                    format!("unknown lifecycle `{}`", value.value),
+                )
+                .help("one of: persistent (default), ephemeral, cache");
+            Lifecycle::Persistent
+        }
+    }
+}
+
+/// `mount`: tmpfs and its size, propagation, and the bind-mount flags.
+fn check_mount(
+    raw: &RawPath,
+    raw_mount: &RawMount,
+    lifecycle: Lifecycle,
+    checker: &mut Checker<'_>,
+) -> Mount {
+    let mut mount = Mount {
+        tmpfs: flag(&raw_mount.tmpfs),
+        ..Mount::default()
+    };
+    mount.propagation = raw_mount
+        .propagation
+        .as_ref()
+        .and_then(|value| check_propagation(value, checker));
+    if let Some(size) = &raw_mount.size {
+        mount.size = check_tmpfs_size(&raw.path.value, size, mount.tmpfs, checker);
+    }
+    mount.options = check_mount_options(raw_mount.options.iter().flatten(), checker);
+    if mount.tmpfs && lifecycle == Lifecycle::Persistent {
+        let at = raw_mount
+            .tmpfs
+            .as_ref()
+            .map(|t| pos_of(t, 4))
+            .unwrap_or(pos(&raw.path));
+        checker.warning(
+            &codes::TMPFS_PERSISTENT,
+            at,
+            format!(
+                "`{}` is a tmpfs, so its content is lost at every boot; declare `lifecycle: ephemeral`",
+                raw.path.value
+            ),
+        );
+    }
+    mount
+}
+
+fn check_propagation(value: &Spanned<String>, checker: &mut Checker<'_>) -> Option<Propagation> {
+    let found = Propagation::ALL
+        .iter()
+        .find(|(name, _)| *name == value.value)
+        .map(|(_, p)| *p);
+    if found.is_none() {
+        checker
+            .error(
+                &codes::PROPAGATION,
+                pos(value),
+                format!("unknown propagation `{}`", value.value),
+            )
+            .help("one of: private, rprivate, shared, rshared, slave, rslave");
+    }
+    found
+}
+
+/// `size`: only a tmpfs has one.
+fn check_tmpfs_size(
+    path: &str,
+    size: &Spanned<String>,
+    tmpfs: bool,
+    checker: &mut Checker<'_>,
+) -> Option<String> {
+    if !is_tmpfs_size(&size.value) {
+        checker
+            .error(
+                &codes::TMPFS_SIZE,
+                pos(size),
+                format!("invalid tmpfs size `{}`", size.value),
+            )
+            .help("bytes with an optional k, m or g suffix (`64m`), or a percentage of RAM from 1 to 100 (`20%`)");
+        None
+    } else if !tmpfs {
+        checker
+            .error(
+                &codes::TMPFS_SIZE,
+                pos(size),
+                format!("`size` is a tmpfs's size, but `{path}` is not a tmpfs"),
+            )
+            .help("add `tmpfs: true`, or remove `size`");
+        None
+    } else {
+        Some(size.value.clone())
+    }
+}
+
+/// `options`: known flags, each once, sorted.
+fn check_mount_options<'a>(
+    options: impl Iterator<Item = &'a Spanned<String>>,
+    checker: &mut Checker<'_>,
+) -> Vec<MountFlag> {
+    let mut flags = Vec::new();
+    for option in options {
+        match MountFlag::ALL
+            .iter()
+            .find(|(name, _)| *name == option.value)
+        {
+            Some((_, flag)) if flags.contains(flag) => {
+                checker.error(
+                    &codes::MOUNT_OPTION,
+                    pos(option),
+                    format!("mount option `{}` is listed twice", option.value),
+                );
+            }
+            Some((_, flag)) => flags.push(*flag),
             None => {
                 checker
                     .error(
-                        &codes::LIFECYCLE,
-                        pos(value),
-                        format!("unknown lifecycle `{}`", value.value),
-                    )
-                    .help("one of: persistent (default), ephemeral, cache");
-                Lifecycle::Persistent
-            }
-        },
-    };
-    let mut mount = Mount::default();
-    if let Some(raw_mount) = &raw.mount {
-        mount.tmpfs = flag(&raw_mount.tmpfs);
-        if let Some(value) = &raw_mount.propagation {
-            match Propagation::ALL
-                .iter()
-                .find(|(name, _)| *name == value.value)
-            {
-                Some((_, p)) => mount.propagation = Some(*p),
-                None => {
-                    checker
-                        .error(
-                            &codes::PROPAGATION,
-                            pos(value),
-                            format!("unknown propagation `{}`", value.value),
-                        )
-                        .help("one of: private, rprivate, shared, rshared, slave, rslave");
-                }
-            }
-        }
-        if let Some(size) = &raw_mount.size {
-            if !is_tmpfs_size(&size.value) {
-                checker
-                    .error(
-                        &codes::TMPFS_SIZE,
-                        pos(size),
-                        format!("invalid tmpfs size `{}`", size.value),
-                    )
-                    .help("bytes with an optional k, m or g suffix (`64m`), or a percentage of RAM from 1 to 100 (`20%`)");
-            } else if !mount.tmpfs {
-                checker
-                    .error(
-                        &codes::TMPFS_SIZE,
-                        pos(size),
-                        format!(
-                            "`size` is a tmpfs's size, but `{}` is not a tmpfs",
-                            raw.path.value
-                        ),
-                    )
-                    .help("add `tmpfs: true`, or remove `size`");
-            } else {
-                mount.size = Some(size.value.clone());
-            }
-        }
-        for option in raw_mount.options.iter().flatten() {
-            match MountFlag::ALL
-                .iter()
-                .find(|(name, _)| *name == option.value)
-            {
-                Some((_, flag)) if mount.options.contains(flag) => {
-                    checker.error(
                         &codes::MOUNT_OPTION,
                         pos(option),
-                        format!("mount option `{}` is listed twice", option.value),
-                    );
-                }
-                Some((_, flag)) => mount.options.push(*flag),
-                None => {
-                    checker
-                        .error(
-                            &codes::MOUNT_OPTION,
-                            pos(option),
-                            format!("unknown mount option `{}`", option.value),
-                        )
-                        .help("one of: nodev, nosuid, noexec (the flags a bind mount of the path onto itself can carry)");
-                }
+                        format!("unknown mount option `{}`", option.value),
+                    )
+                    .help("one of: nodev, nosuid, noexec (the flags a bind mount of the path onto itself can carry)");
             }
         }
-        mount.options.sort();
-        if mount.tmpfs && lifecycle == Lifecycle::Persistent {
-            let at = raw_mount
-                .tmpfs
-                .as_ref()
-                .map(|t| pos_of(t, 4))
-                .unwrap_or(path_pos);
-            checker.warning(
-                &codes::TMPFS_PERSISTENT,
-                at,
-                format!(
-                    "`{}` is a tmpfs, so its content is lost at every boot; declare `lifecycle: ephemeral`",
-                    raw.path.value
-                ),
-            );
-        }
     }
+    flags.sort();
+    flags
+}
 
+/// `storeOwners`: the store's own domains, each once, none of the layout's.
+fn check_store_owners(
+    raw: &[Spanned<String>],
+    names: &DomainNames<'_>,
+    checker: &mut Checker<'_>,
+) -> Vec<StoreOwner> {
     let mut store_owners: Vec<StoreOwner> = Vec::new();
-    for owner in &raw.store_owners {
+    for owner in raw {
         check_type_name(owner, checker);
         if store_owners.iter().any(|o| o.type_name == owner.value) {
             checker
@@ -817,7 +1085,7 @@ fn check_path(
                 .help("name each store domain once");
             continue;
         }
-        if domain_types.contains(owner.value.as_str()) {
+        if names.types.contains(owner.value.as_str()) {
             checker
                 .error(
                     &codes::STORE_OWNER,
@@ -832,33 +1100,7 @@ fn check_path(
             pos: pos(owner),
         });
     }
-    let capacity = raw
-        .capacity
-        .as_ref()
-        .and_then(|capacity| check_capacity(&raw.path.value, capacity, checker));
-
-    path_ok.then(|| PathRule {
-        path: raw.path.value.clone(),
-        type_name: type_name.value.clone(),
-        type_in_base: in_base,
-        description: raw.description.clone(),
-        mode,
-        owner,
-        access,
-        protected: flag(&raw.protected),
-        host_path: flag(&raw.host_path),
-        removable: flag(&raw.removable),
-        lifecycle,
-        mount,
-        capacity,
-        pos: path_pos,
-        protected_pos: raw
-            .protected
-            .as_ref()
-            .filter(|p| p.value)
-            .map(|p| pos_of(p, 4)),
-        store_owners,
-    })
+    store_owners
 }
 
 /// `capacity:`: the sizes and the project ID of one path.
@@ -1111,7 +1353,7 @@ fn check_type_name(name: &Spanned<String>, checker: &mut Checker<'_>) {
     }
 }
 
-fn parse_levels(levels: &Spanned<super::raw::Levels>, checker: &mut Checker<'_>) -> Option<Access> {
+fn parse_levels(levels: &Spanned<Levels>, checker: &mut Checker<'_>) -> Option<Access> {
     let mut access = Access::default();
     let at = Pos::of(&levels.referenced, 0);
     if levels.value.0.is_empty() {
@@ -1396,6 +1638,8 @@ mod tests {
             agree(schema::DOMAIN_KEY_PATTERN, is_identifier, &name)?;
             agree(schema::LAYOUT_NAME_PATTERN, is_dns_label, &name)?;
             agree(schema::LAYOUT_NAME_PATTERN, is_dns_label, &long)?;
+            agree(schema::OBJECT_NAME_PATTERN, is_object_name, &name)?;
+            agree(schema::OBJECT_NAME_PATTERN, is_object_name, &long)?;
             agree(schema::MODE_PATTERN, |t| parse_mode(t).is_some(), &name)?;
             agree(schema::OWNER_PATTERN, |t| parse_owner(t).is_some(), &name)?;
         }

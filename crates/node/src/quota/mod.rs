@@ -28,6 +28,40 @@ use layout::model::{is_within, Capacity, Layout};
 
 pub use sys::ProjectQuotaState;
 
+/// Why a capacity path's filesystem, quota or project ID could not be
+/// read. Paths are shown with the root and escaped.
+#[derive(Debug, thiserror::Error)]
+pub enum QuotaError {
+    /// The root, a path below it, or the mount table.
+    #[error(transparent)]
+    Fs(#[from] fsroot::Error),
+    #[error("{path}: cannot open: {}", describe(*.errno))]
+    Open { path: String, errno: Errno },
+    /// `path` is the layout path.
+    #[error("{path}: cannot stat: {}", describe(*.errno))]
+    Stat { path: String, errno: Errno },
+    #[error("{path}: cannot read the quota state of its filesystem: {}", describe(*.errno))]
+    QuotaState { path: String, errno: Errno },
+    #[error("{path}: does not exist (run `semanifest apply`)")]
+    Missing { path: String },
+    #[error("{path}: the filesystem at {mount} ({fstype}) does not count project quotas")]
+    NotCounting {
+        path: String,
+        mount: String,
+        fstype: String,
+    },
+    #[error("{path}: cannot read the quota of project {project}: {}", describe(*.errno))]
+    ReadQuota {
+        path: String,
+        project: u32,
+        errno: Errno,
+    },
+    #[error("{path}: cannot statvfs: {}", describe(*.errno))]
+    Statvfs { path: String, errno: Errno },
+    #[error("{path}: cannot read its project ID: {}", describe(*.errno))]
+    ProjectId { path: String, errno: Errno },
+}
+
 /// What `apply` does about capacities.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -128,7 +162,7 @@ pub fn preflight(root: &Root, layout: &Layout, mode: CapacityMode) -> Result<(),
         let filesystem = match filesystem_of(root, &rule.path) {
             Ok(filesystem) => filesystem,
             Err(error) => {
-                problems.push(error);
+                problems.push(error.to_string());
                 continue;
             }
         };
@@ -200,12 +234,14 @@ fn refusal(filesystem: &Filesystem, mode: CapacityMode) -> Option<String> {
 }
 
 /// The filesystem `key` is (or will be) on.
-pub fn filesystem_of(root: &Root, key: &str) -> Result<Filesystem, String> {
+pub fn filesystem_of(root: &Root, key: &str) -> Result<Filesystem, QuotaError> {
     let (dir, _) = nearest_dir(root, key)?;
-    let meta = fsroot::Meta::of(dir.as_fd())
-        .map_err(|errno| format!("{}: cannot stat: {}", key, describe(errno)))?;
+    let meta = fsroot::Meta::of(dir.as_fd()).map_err(|errno| QuotaError::Stat {
+        path: key.to_owned(),
+        errno,
+    })?;
     // Read after `dir` is open: the mount it is on stays listed.
-    let table = fsroot::MountTable::read().map_err(|error| error.to_string())?;
+    let table = fsroot::MountTable::read()?;
     let mount = table.get(meta.mount);
     let state = match sys::project_state(dir.as_fd()) {
         Ok(state) => Some(state),
@@ -216,11 +252,10 @@ pub fn filesystem_of(root: &Root, key: &str) -> Result<Filesystem, String> {
             enforcing: false,
         }),
         Err(errno) => {
-            return Err(format!(
-                "{}: cannot read the quota state of its filesystem: {}",
-                EscapedPath(&shown(root, key)),
-                describe(errno)
-            ))
+            return Err(QuotaError::QuotaState {
+                path: escaped(root, key),
+                errno,
+            })
         }
     };
     Ok(match mount {
@@ -241,17 +276,14 @@ pub fn filesystem_of(root: &Root, key: &str) -> Result<Filesystem, String> {
 
 /// `key`, or its nearest existing ancestor (the root at worst), opened for
 /// reading; and whether it was `key` itself.
-fn nearest_dir(root: &Root, key: &str) -> Result<(OwnedFd, bool), String> {
+fn nearest_dir(root: &Root, key: &str) -> Result<(OwnedFd, bool), QuotaError> {
     let mut at = key;
     loop {
         match root.open_dir_beneath(at.as_bytes()) {
             Ok(fd) => {
-                let dir = fsroot::reopen_dir(fd.as_fd()).map_err(|errno| {
-                    format!(
-                        "{}: cannot open: {}",
-                        EscapedPath(&shown(root, at)),
-                        describe(errno)
-                    )
+                let dir = fsroot::reopen_dir(fd.as_fd()).map_err(|errno| QuotaError::Open {
+                    path: escaped(root, at),
+                    errno,
                 })?;
                 return Ok((dir, at == key));
             }
@@ -263,9 +295,14 @@ fn nearest_dir(root: &Root, key: &str) -> Result<(OwnedFd, bool), String> {
                     Some(cut) => &at[..cut],
                 };
             }
-            Err(error) => return Err(error.to_string()),
+            Err(error) => return Err(error.into()),
         }
     }
+}
+
+/// `key` as an error shows it: with the root, escaped.
+fn escaped(root: &Root, key: &str) -> String {
+    EscapedPath(&shown(root, key)).to_string()
 }
 
 /// What [`apply`] changed (or would), for the apply report.
@@ -427,41 +464,34 @@ pub struct Usage {
 
 /// Each capacity path's use, from the filesystem's quota. A path that
 /// cannot be read is an error for that path alone.
-pub fn usage(root: &Root, layout: &Layout) -> Vec<Result<Usage, String>> {
+pub fn usage(root: &Root, layout: &Layout) -> Vec<Result<Usage, QuotaError>> {
     layout
         .capacities()
         .map(|(rule, capacity)| {
             let (dir, exact) = nearest_dir(root, &rule.path)?;
+            let path = || escaped(root, &rule.path);
             if !exact {
-                return Err(format!(
-                    "{}: does not exist (run `semanifest apply`)",
-                    EscapedPath(&shown(root, &rule.path))
-                ));
+                return Err(QuotaError::Missing { path: path() });
             }
             let filesystem = filesystem_of(root, &rule.path)?;
             if !filesystem.state.is_some_and(|s| s.accounting) {
-                return Err(format!(
-                    "{}: the filesystem at {} ({}) does not count project quotas",
-                    EscapedPath(&shown(root, &rule.path)),
-                    filesystem.mount,
-                    filesystem.fstype
-                ));
+                return Err(QuotaError::NotCounting {
+                    path: path(),
+                    mount: filesystem.mount,
+                    fstype: filesystem.fstype,
+                });
             }
             let quota = sys::get_project(dir.as_fd(), capacity.project).map_err(|errno| {
-                format!(
-                    "{}: cannot read the quota of project {}: {}",
-                    EscapedPath(&shown(root, &rule.path)),
-                    capacity.project,
-                    describe(errno)
-                )
+                QuotaError::ReadQuota {
+                    path: path(),
+                    project: capacity.project,
+                    errno,
+                }
             })?;
             let (limits, _) = Limits::found(&quota);
-            let stat = rustix::fs::fstatvfs(&dir).map_err(|errno| {
-                format!(
-                    "{}: cannot statvfs: {}",
-                    EscapedPath(&shown(root, &rule.path)),
-                    describe(errno)
-                )
+            let stat = rustix::fs::fstatvfs(&dir).map_err(|errno| QuotaError::Statvfs {
+                path: path(),
+                errno,
             })?;
             Ok(Usage {
                 path: rule.path.clone(),
@@ -482,11 +512,15 @@ pub fn usage(root: &Root, layout: &Layout) -> Vec<Result<Usage, String>> {
 
 /// The project ID and inherit flag of the directory `key`, for tests and
 /// reports: `(project, inherit)`.
-pub fn project_of(root: &Root, key: &str) -> Result<(u32, bool), String> {
-    let dir = root
-        .open_dir_beneath(key.as_bytes())
-        .map_err(|error| error.to_string())
-        .and_then(|fd| fsroot::reopen_dir(fd.as_fd()).map_err(describe))?;
-    let attr = sys::get_fsxattr(dir.as_fd()).map_err(describe)?;
+pub fn project_of(root: &Root, key: &str) -> Result<(u32, bool), QuotaError> {
+    let fd = root.open_dir_beneath(key.as_bytes())?;
+    let dir = fsroot::reopen_dir(fd.as_fd()).map_err(|errno| QuotaError::Open {
+        path: escaped(root, key),
+        errno,
+    })?;
+    let attr = sys::get_fsxattr(dir.as_fd()).map_err(|errno| QuotaError::ProjectId {
+        path: escaped(root, key),
+        errno,
+    })?;
     Ok((attr.projid, attr.xflags & sys::XFLAG_PROJINHERIT != 0))
 }
