@@ -17,7 +17,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::{mpsc, Mutex, OnceLock};
+use std::sync::{mpsc, Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 
 use super::cache::{self, Cache, Key, KeyBuilder};
@@ -140,7 +140,7 @@ pub struct Baseline {
     stock: Option<Compiled>,
     /// The whole store compiled and compared with what it built, in the
     /// background (or answered by the cache), when it has built a policy.
-    as_built: Option<Background<Result<AsBuilt, String>>>,
+    as_built: Option<Background<Result<AsBuilt, Arc<StoreError>>>>,
     /// The store's own neverallows its modules break, as soon as the
     /// background compilation knows them.
     store_violations: Option<Later<Vec<StoreViolation>>>,
@@ -300,10 +300,8 @@ impl Baseline {
         };
         match as_built.get() {
             Some(Ok(checked)) => Ok(checked.verification.clone()),
-            Some(Err(error)) => Err(StoreError::Background(error.clone())),
-            None => Err(StoreError::Background(
-                "the compilation of the store as it is stopped".to_owned(),
-            )),
+            Some(Err(error)) => Err(StoreError::AsIs(Arc::clone(error))),
+            None => Err(StoreError::Stopped("the compilation of the store as it is")),
         }
     }
 
@@ -354,10 +352,8 @@ impl Baseline {
                 )?;
                 write_outputs(dir, &compiled, &self.siblings)
             }
-            Some(Err(error)) => Err(StoreError::Background(error.clone())),
-            None => Err(StoreError::Background(
-                "the compilation of the store as it is stopped".to_owned(),
-            )),
+            Some(Err(error)) => Err(StoreError::AsIs(Arc::clone(error))),
+            None => Err(StoreError::Stopped("the compilation of the store as it is")),
         }
     }
 }
@@ -402,7 +398,7 @@ impl CheckAsBuilt {
         Ok(key.finish())
     }
 
-    fn run(self, sender: &mpsc::Sender<Vec<StoreViolation>>) -> Result<AsBuilt, String> {
+    fn run(self, sender: &mpsc::Sender<Vec<StoreViolation>>) -> Result<AsBuilt, Arc<StoreError>> {
         let key = self.key().ok().filter(|_| self.cache.is_on());
         if let Some(key) = &key {
             if let Some(entry) = self.cache.get::<VerifiedStore>("as-built", key) {
@@ -416,10 +412,10 @@ impl CheckAsBuilt {
                 });
             }
         }
-        let (compiled, violations) = self.compile(sender).map_err(|e| e.to_string())?;
+        let (compiled, violations) = self.compile(sender).map_err(Arc::new)?;
         let _ = sender.send(violations.clone());
         let verification = match &compiled {
-            Ok(compiled) => verify(&self.store_built, compiled).map_err(|e| e.to_string())?,
+            Ok(compiled) => verify(&self.store_built, compiled).map_err(Arc::new)?,
             Err(refused) => Verification::Differs {
                 why: format!(
                     "secilc cannot compile the store as it is: {}",
@@ -1052,7 +1048,6 @@ struct CompiledModule {
     /// The layout's neverallows secilc found broken, tolerated for now
     /// (`booleanGrants: byDefault`): the read-back decides.
     tolerated: Vec<FailedNeverallow>,
-    module_path: PathBuf,
 }
 
 /// Step 3: store + module (+ includes) compiled as the store compiles it
@@ -1064,9 +1059,26 @@ fn compile_and_prove(
     module_cil: &str,
     options: &ModuleOptions,
 ) -> Result<CompiledModule, ModuleError> {
-    let layout = &parsed.layout;
     let work = baseline.work_dir().join("predicted");
-    fs::create_dir_all(&work).map_err(|e| StoreError::io(&work, e))?;
+    let (inputs, module_path) = with_module(baseline, parsed, module_cil, options, &work)?;
+    if baseline.store.settings.expand_check {
+        compile_checking_as_store(baseline, parsed, &inputs, &module_path, &work)
+    } else {
+        compile_with_store_violations_voided(baseline, parsed, &inputs, &module_path, &work)
+    }
+}
+
+/// The store's modules, the layout's module (written into `work`) and the
+/// includes; and where the module was written.
+fn with_module(
+    baseline: &Baseline,
+    parsed: &Parsed,
+    module_cil: &str,
+    options: &ModuleOptions,
+    work: &Path,
+) -> Result<(Vec<Input>, PathBuf), ModuleError> {
+    let layout = &parsed.layout;
+    fs::create_dir_all(work).map_err(|e| StoreError::io(work, e))?;
     let module_path = work.join(format!("{}.cil", layout.module));
     fs::write(&module_path, module_cil).map_err(|e| StoreError::io(&module_path, e))?;
     let mut inputs = baseline.inputs.clone();
@@ -1088,98 +1100,105 @@ fn compile_and_prove(
             path: include.clone(),
         });
     }
-    let settings = &baseline.store.settings;
-    if settings.expand_check {
-        // The prediction checks every neverallow itself.
-        let (probe, predicted) = std::thread::scope(|scope| {
-            let probe =
-                scope.spawn(|| secilc::probe_neverallows(&baseline.secilc, &work.join("probe")));
-            let predicted = compile::compile(
-                &baseline.secilc,
-                settings,
-                &inputs,
-                &work.join("out"),
-                Neverallows::AsStore,
-            );
-            (probe.join(), predicted)
-        });
-        let probe = probe
-            .map_err(|_| StoreError::Background("the secilc probe stopped".to_owned()))?
-            .map_err(StoreError::from)?;
-        let predicted = match predicted? {
-            Ok(compiled) => compiled,
-            Err(refused) => {
-                return Err(refused_with_expand_check(
-                    baseline,
-                    parsed,
-                    &refused,
-                    &module_path,
-                    &inputs,
-                ))
-            }
-        };
-        let proof = match proof::probe_failure(&probe, &baseline.secilc) {
-            Some(why) => Proof::NotRun { why },
-            None => Proof::Proven {
-                store_violations: Vec::new(),
-                boolean_only: Vec::new(),
-            },
-        };
-        return Ok(CompiledModule {
-            predicted,
-            proof,
-            tolerated: Vec::new(),
-            module_path,
-        });
-    }
+    Ok((inputs, module_path))
+}
 
-    // expand-check=0: the store's own neverallows that its modules break
-    // are voided (the binary stays the same), so one compilation with every
-    // other neverallow checked is both the prediction and the proof.
-    let known = baseline.known_violations();
-    let voided = compile::void_neverallows(&inputs, &known, &work.join("voided"))?;
-    let checking = voided.as_deref().unwrap_or(&inputs);
-    let (probe, checked) = std::thread::scope(|scope| {
+/// Runs `compile` with the secilc probe beside it: whether this secilc
+/// enforces neverallows at all (`Some(why)` when the proof cannot run).
+fn beside_probe<T: Send>(
+    baseline: &Baseline,
+    work: &Path,
+    compile: impl FnOnce() -> T + Send,
+) -> Result<(Option<String>, T), ModuleError> {
+    let (probe, compiled) = std::thread::scope(|scope| {
         let probe =
             scope.spawn(|| secilc::probe_neverallows(&baseline.secilc, &work.join("probe")));
-        let checked = compile::compile(
+        let compiled = compile();
+        (probe.join(), compiled)
+    });
+    let probe = probe
+        .map_err(|_| StoreError::Stopped("the secilc probe"))?
+        .map_err(StoreError::from)?;
+    Ok((proof::probe_failure(&probe, &baseline.secilc), compiled))
+}
+
+/// `expand-check` on: the prediction checks every neverallow itself, so
+/// one compilation as the store compiles it is the proof too.
+fn compile_checking_as_store(
+    baseline: &Baseline,
+    parsed: &Parsed,
+    inputs: &[Input],
+    module_path: &Path,
+    work: &Path,
+) -> Result<CompiledModule, ModuleError> {
+    let settings = &baseline.store.settings;
+    let (not_run, predicted) = beside_probe(baseline, work, || {
+        compile::compile(
             &baseline.secilc,
             settings,
+            inputs,
+            &work.join("out"),
+            Neverallows::AsStore,
+        )
+    })?;
+    let predicted = match predicted? {
+        Ok(compiled) => compiled,
+        Err(refused) => {
+            return Err(refused_with_expand_check(
+                baseline,
+                parsed,
+                &refused,
+                module_path,
+                inputs,
+            ))
+        }
+    };
+    let proof = match not_run {
+        Some(why) => Proof::NotRun { why },
+        None => Proof::Proven {
+            store_violations: Vec::new(),
+            boolean_only: Vec::new(),
+        },
+    };
+    Ok(CompiledModule {
+        predicted,
+        proof,
+        tolerated: Vec::new(),
+    })
+}
+
+/// `expand-check=0`: the store's own neverallows that its modules break
+/// are voided (the binary stays the same), so one compilation with every
+/// other neverallow checked is both the prediction and the proof.
+fn compile_with_store_violations_voided(
+    baseline: &Baseline,
+    parsed: &Parsed,
+    inputs: &[Input],
+    module_path: &Path,
+    work: &Path,
+) -> Result<CompiledModule, ModuleError> {
+    let known = baseline.known_violations();
+    let voided = compile::void_neverallows(inputs, &known, &work.join("voided"))?;
+    let checking = voided.as_deref().unwrap_or(inputs);
+    let (not_run, checked) = beside_probe(baseline, work, || {
+        compile::compile(
+            &baseline.secilc,
+            &baseline.store.settings,
             checking,
             &work.join("out"),
             Neverallows::Checked,
-        );
-        (probe.join(), checked)
-    });
-    let probe = probe
-        .map_err(|_| StoreError::Background("the secilc probe stopped".to_owned()))?
-        .map_err(StoreError::from)?;
-    let not_run = proof::probe_failure(&probe, &baseline.secilc);
-    let (predicted, ours, mut store_violations) = match checked? {
+        )
+    })?;
+    let (predicted, ours, store_violations) = match checked? {
         Ok(compiled) => (compiled, Vec::new(), Vec::new()),
         Err(refused) => {
-            let (ours, theirs) = proof::split_failures(&refused.output, &module_path, checking);
-            if ours.is_empty() && theirs.is_empty() {
-                // Not a neverallow: the store refuses it too.
-                return Err(rejected(parsed, &ours, &refused.output));
-            }
-            let tolerate = layout.store.boolean_grants == BooleanGrants::ByDefault;
-            if !ours.is_empty() && !tolerate && not_run.is_none() {
-                return Err(rejected(parsed, &ours, &refused.output));
-            }
-            // A binary is still needed: compiled as the store compiles it.
-            tracing::debug!("neverallows failed; compiling store + module again as the store does");
-            let predicted = match compile::compile(
-                &baseline.secilc,
-                settings,
-                &inputs,
-                &work.join("out"),
-                Neverallows::AsStore,
-            )? {
-                Ok(compiled) => compiled,
-                Err(refused) => return Err(rejected(parsed, &[], &refused.output)),
+            let failed = Failed {
+                refused: &refused,
+                module_path,
+                checking,
+                proof_runs: not_run.is_none(),
             };
-            (predicted, ours, theirs)
+            recompile_as_store(baseline, parsed, inputs, work, &failed)?
         }
     };
     if let Some(why) = not_run {
@@ -1187,26 +1206,80 @@ fn compile_and_prove(
             predicted,
             proof: Proof::NotRun { why },
             tolerated: Vec::new(),
-            module_path,
         });
     }
+    Ok(CompiledModule {
+        predicted,
+        proof: Proof::Proven {
+            store_violations: all_store_violations(known, store_violations),
+            boolean_only: ours.iter().map(|f| f.target.clone()).collect(),
+        },
+        tolerated: ours,
+    })
+}
+
+/// A checking compilation of store + module that secilc refused.
+struct Failed<'a> {
+    refused: &'a compile::Refused,
+    module_path: &'a Path,
+    /// The inputs it compiled (the store's violations voided).
+    checking: &'a [Input],
+    /// Whether the secilc probe showed the proof can run.
+    proof_runs: bool,
+}
+
+/// secilc refused the checking compilation: on a neverallow the build
+/// tolerates (the store's own, which only the new module breaks, or a
+/// boolean-only grant with `booleanGrants: byDefault`), store + module are
+/// compiled again as the store compiles them, for the binary; any other
+/// refusal is the build's failure. Returns the binary, the layout's
+/// neverallows tolerated, and the store's newly broken.
+#[allow(clippy::type_complexity)]
+fn recompile_as_store(
+    baseline: &Baseline,
+    parsed: &Parsed,
+    inputs: &[Input],
+    work: &Path,
+    failed: &Failed<'_>,
+) -> Result<(Compiled, Vec<FailedNeverallow>, Vec<StoreViolation>), ModuleError> {
+    let output = &failed.refused.output;
+    let (ours, theirs) = proof::split_failures(output, failed.module_path, failed.checking);
+    if ours.is_empty() && theirs.is_empty() {
+        // Not a neverallow: the store refuses it too.
+        return Err(rejected(parsed, &ours, output));
+    }
+    let tolerate = parsed.layout.store.boolean_grants == BooleanGrants::ByDefault;
+    if !ours.is_empty() && !tolerate && failed.proof_runs {
+        return Err(rejected(parsed, &ours, output));
+    }
+    tracing::debug!("neverallows failed; compiling store + module again as the store does");
+    match compile::compile(
+        &baseline.secilc,
+        &baseline.store.settings,
+        inputs,
+        &work.join("out"),
+        Neverallows::AsStore,
+    )? {
+        Ok(predicted) => Ok((predicted, ours, theirs)),
+        Err(refused) => Err(rejected(parsed, &[], &refused.output)),
+    }
+}
+
+/// The store's violations known before the build and those the checking
+/// compilation found, once each, in file order.
+fn all_store_violations(
+    known: Vec<StoreViolation>,
+    found: Vec<StoreViolation>,
+) -> Vec<StoreViolation> {
     let mut all = known;
-    all.append(&mut store_violations);
+    all.extend(found);
     all.sort_by(|a, b| {
         a.location()
             .cmp(&b.location())
             .then_with(|| a.at.cmp(&b.at))
     });
     all.dedup();
-    Ok(CompiledModule {
-        predicted,
-        proof: Proof::Proven {
-            store_violations: all,
-            boolean_only: ours.iter().map(|f| f.target.clone()).collect(),
-        },
-        tolerated: ours,
-        module_path,
-    })
+    all
 }
 
 /// secilc refused store + module on a store with `expand-check` on.
@@ -1273,20 +1346,65 @@ fn read_back(
     decisions: &Decisions,
     compiled: &CompiledModule,
 ) -> Result<ReadBack, ModuleError> {
-    let layout = &parsed.layout;
-    let policy = &compiled.predicted.policy;
-    let new_types: Vec<&str> = decisions
+    let new_types = read_back_types(parsed, decisions);
+    let predicted = read_predicted(&compiled.predicted.policy, &new_types)?;
+    let reaches = reach::reach(
+        &ReachInputs {
+            rules: &predicted.rules,
+            attributes: &predicted.facts,
+            booleans: &baseline.facts.booleans,
+            workload_set: &decisions.workloads.members,
+            classes: &baseline.facts.classes,
+        },
+        &protected_types(parsed, &decisions.domain_types),
+    );
+    confirm_tolerated(parsed, &compiled.tolerated, &reaches)?;
+    let losses = carry::losses(
+        &LossInputs {
+            stock_rules: &decisions.stock_rules,
+            stock_facts: &baseline.facts,
+            predicted_rules: &predicted.rules,
+            predicted_facts: &predicted.facts,
+            new_attributes: baseline.profile.file_type_attributes,
+            workload_set: &decisions.workloads.members,
+            carried: &decisions.carried,
+        },
+        &decisions.retyped,
+    );
+    Ok(ReadBack {
+        protections: proven_protections(parsed, reaches),
+        losses,
+    })
+}
+
+/// The types whose rules are read back: every re-typed path's and every
+/// protected one's, once each.
+fn read_back_types<'a>(parsed: &'a Parsed, decisions: &'a Decisions) -> Vec<&'a str> {
+    decisions
         .retyped
         .iter()
         .map(|r| r.type_name.as_str())
-        .chain(layout.protected().map(|r| r.type_name.as_str()))
+        .chain(parsed.layout.protected().map(|r| r.type_name.as_str()))
         .collect::<BTreeSet<_>>()
         .into_iter()
-        .collect();
+        .collect()
+}
+
+/// What setools reads from the predicted binary.
+struct Predicted {
+    /// Its attributes (and their members).
+    facts: Facts,
+    /// Its `allow` rules on `types`, attributes included.
+    rules: Vec<AllowLine>,
+}
+
+/// Reads the predicted binary's attributes and its rules on `types`
+/// (two readers of the same file, side by side).
+fn read_predicted(policy: &Path, types: &[&str]) -> Result<Predicted, ModuleError> {
     let (attributes, rules_text) = std::thread::scope(|scope| {
         let attributes = scope.spawn(|| setools::run("seinfo", &["-x", "-a"], policy));
-        let rules = (!new_types.is_empty())
-            .then(|| scope.spawn(|| reach::query(policy, &new_types, &Cache::off())));
+        let rules =
+            (!types.is_empty()).then(|| scope.spawn(|| reach::query(policy, types, &Cache::off())));
         (attributes.join(), rules.map(|r| r.join()))
     });
     let panicked = |tool| {
@@ -1295,8 +1413,8 @@ fn read_back(
             detail: "panicked".into(),
         })
     };
-    let mut predicted_facts = Facts::default();
-    predicted_facts.parse_attributes(
+    let mut facts = Facts::default();
+    facts.parse_attributes(
         &attributes
             .map_err(|_| panicked("seinfo"))?
             .map_err(StoreError::from)?,
@@ -1305,22 +1423,17 @@ fn read_back(
         None => Vec::new(),
         Some(joined) => allow_lines(&joined.map_err(|_| panicked("sesearch"))??),
     };
+    Ok(Predicted { facts, rules })
+}
 
-    let protected = protected_types(parsed, &decisions.domain_types);
-    let reaches = reach::reach(
-        &ReachInputs {
-            rules: &rules,
-            attributes: &predicted_facts,
-            booleans: &baseline.facts.booleans,
-            workload_set: &decisions.workloads.members,
-            classes: &baseline.facts.classes,
-        },
-        &protected,
-    );
-    // A tolerated neverallow holds only if every grant beyond the
-    // protection's exceptions is off by default.
-    let unproven: Vec<&FailedNeverallow> = compiled
-        .tolerated
+/// A neverallow tolerated as boolean-only holds only if every grant beyond
+/// the protection's exceptions is off by default; otherwise the build fails.
+fn confirm_tolerated(
+    parsed: &Parsed,
+    tolerated: &[FailedNeverallow],
+    reaches: &[reach::Reach],
+) -> Result<(), ModuleError> {
+    let unproven: Vec<FailedNeverallow> = tolerated
         .iter()
         .filter(|failed| {
             reaches.iter().any(|reach| {
@@ -1331,12 +1444,18 @@ fn read_back(
                         .any(|w| w.leftover == Leftover::Unproven)
             })
         })
+        .cloned()
         .collect();
-    if !unproven.is_empty() {
-        let failed: Vec<FailedNeverallow> = unproven.into_iter().cloned().collect();
-        return Err(rejected(parsed, &failed, ""));
+    if unproven.is_empty() {
+        return Ok(());
     }
-    let declared_at: BTreeMap<&str, String> = layout
+    Err(rejected(parsed, &unproven, ""))
+}
+
+/// Each reach, with the manifest line that declared its protection.
+fn proven_protections(parsed: &Parsed, reaches: Vec<reach::Reach>) -> Vec<ProvenProtection> {
+    let declared_at: BTreeMap<&str, String> = parsed
+        .layout
         .protected()
         .map(|r| {
             (
@@ -1345,7 +1464,7 @@ fn read_back(
             )
         })
         .collect();
-    let protections = reaches
+    reaches
         .into_iter()
         .map(|reach| ProvenProtection {
             declared_at: declared_at
@@ -1354,24 +1473,7 @@ fn read_back(
                 .unwrap_or_default(),
             reach,
         })
-        .collect();
-    let losses = carry::losses(
-        &LossInputs {
-            stock_rules: &decisions.stock_rules,
-            stock_facts: &baseline.facts,
-            predicted_rules: &rules,
-            predicted_facts: &predicted_facts,
-            new_attributes: baseline.profile.file_type_attributes,
-            workload_set: &decisions.workloads.members,
-            carried: &decisions.carried,
-        },
-        &decisions.retyped,
-    );
-    let _ = &compiled.module_path;
-    Ok(ReadBack {
-        protections,
-        losses,
-    })
+        .collect()
 }
 
 /// Each protected type once, with its paths and who may reach it by the
