@@ -86,15 +86,14 @@ impl Facts {
         }
         for module in &store.modules {
             let cil = String::from_utf8_lossy(&module.cil);
-            for keyword in ["type", "typeattribute"] {
-                for name in cil_scan::declarations(&cil, keyword) {
-                    facts
-                        .providers
-                        .entry(name.to_owned())
-                        .or_insert_with(|| module.name.clone());
-                }
+            let scanned = cil_scan::scan(&cil);
+            for name in scanned.types.into_iter().chain(scanned.attributes) {
+                facts
+                    .providers
+                    .entry(name.to_owned())
+                    .or_insert_with(|| module.name.clone());
             }
-            for regex in cil_scan::filecon_paths(&cil) {
+            for regex in scanned.filecons {
                 facts
                     .filecon_modules
                     .entry(regex.to_owned())
