@@ -10,9 +10,12 @@ use super::args::LayoutArg;
 
 const AFTER_HELP: &str = "\
 The objects refuse, at the API server, what `semanifest check --k8s` reports
-as hostPath errors: paths outside the layout's hostPath roots, protected
-paths (or their ancestors), privileged containers and foreign SELinux types
-mounting a hostPath, invalid paths and subPaths. They judge Pods, PodTemplates,
+as hostPath errors, judging each container in the domain its
+seLinuxOptions.type selects (the pod domain when it names none): paths its
+domain is not granted (outside a workload domain's hostPath roots, outside an
+agent's layout paths and host classes), protected paths (or their
+ancestors), privileged containers and SELinux types that are no domain of
+the layout mounting a hostPath, invalid paths and subPaths. They judge Pods, PodTemplates,
 ReplicationControllers, Deployments, ReplicaSets, StatefulSets, DaemonSets,
 Jobs, CronJobs and PersistentVolumes; pods pinned to another OS are skipped.
 

@@ -82,9 +82,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             super::print_stdout(table(&paths).as_bytes())?;
         }
     }
-    for error in &errors {
-        eprintln!("semanifest: error: {error}");
-    }
+    super::print_problems("error", &errors);
     Ok(if errors.is_empty() {
         EXIT_OK
     } else {

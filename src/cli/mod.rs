@@ -21,6 +21,7 @@ mod man;
 mod prune;
 mod relabel;
 mod rm;
+mod suggest;
 mod units;
 
 use std::path::Path;
@@ -83,6 +84,7 @@ enum Command {
     Prune(prune::Args),
     Relabel(relabel::Args),
     Rm(rm::Args),
+    Suggest(suggest::Args),
     Units(units::Args),
 }
 
@@ -103,6 +105,7 @@ pub fn run() -> ExitCode {
         Command::Prune(args) => prune::run(args),
         Command::Relabel(args) => relabel::run(args),
         Command::Rm(args) => rm::run(args),
+        Command::Suggest(args) => suggest::run(args),
         Command::Units(args) => units::run(args),
     };
     exit(result)
@@ -204,6 +207,14 @@ pub fn print_json<T: serde::Serialize>(version: u32, report: &T) -> anyhow::Resu
         .context("rendering the report")?;
     print_stdout(format!("{json}\n").as_bytes())?;
     Ok(())
+}
+
+/// Prints each of `problems` on stderr as `semanifest: KIND: problem`,
+/// the form every node command reports what it skipped or refused.
+pub fn print_problems<T: std::fmt::Display>(kind: &str, problems: &[T]) {
+    for problem in problems {
+        eprintln!("semanifest: {kind}: {problem}");
+    }
 }
 
 /// Writes `bytes` to standard output. A closed pipe (`| head`) is an

@@ -131,12 +131,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         keep_symlinks: args.keep_symlink.clone(),
     };
     let report = node::prune(&parsed.layout, &root, &selection, &options)?;
-    for error in &report.errors {
-        eprintln!("semanifest: error: {error}");
-    }
-    for warning in &report.warnings {
-        eprintln!("semanifest: warning: {warning}");
-    }
+    super::print_problems("error", &report.errors);
+    super::print_problems("warning", &report.warnings);
     if args.format.is_json() {
         super::print_json(JSON_VERSION, &report)?;
     } else {

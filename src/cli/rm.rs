@@ -83,12 +83,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         count_bytes: args.bytes,
     };
     let report = node::remove(&parsed.layout, &root, &operands, options)?;
-    for refusal in &report.refused {
-        eprintln!("semanifest: refused: {refusal}");
-    }
-    for error in &report.errors {
-        eprintln!("semanifest: error: {error}");
-    }
+    super::print_problems("refused", &report.refused);
+    super::print_problems("error", &report.errors);
     if args.format.is_json() {
         super::print_json(JSON_VERSION, &report)?;
     } else {

@@ -20,10 +20,7 @@ use crate::support::{data, venv_python};
 
 /// The kinds admission judges.
 fn judged(kind: &str) -> bool {
-    admission::POD_KINDS
-        .iter()
-        .chain([&admission::PERSISTENT_VOLUME])
-        .any(|k| k.kind == kind)
+    k8s::PodKind::named(kind).is_some()
 }
 
 /// Whether `check --k8s` reports a hostPath error for `object`; `None`
@@ -201,15 +198,30 @@ fn the_policy_denies_exactly_what_check_denies_on_the_corpus() {
     }
 }
 
-/// A small deterministic generator (xorshift), so a failure names its seed.
-struct Gen(u64);
+/// A small deterministic generator (xorshift), so a failure names its
+/// seed; `types` are the `seLinuxOptions.type` values it writes: every
+/// domain of the layout, and types it does not declare.
+struct Gen {
+    state: u64,
+    types: Vec<String>,
+}
 
 impl Gen {
+    fn new(seed: u64, rules: &HostPathRules) -> Gen {
+        let mut types: Vec<String> = rules
+            .domains
+            .iter()
+            .map(|d| d.selinux_type.clone())
+            .collect();
+        types.extend(["spc_t", "unconfined_t", ""].map(str::to_owned));
+        Gen { state: seed, types }
+    }
+
     fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
+        self.state ^= self.state << 13;
+        self.state ^= self.state >> 7;
+        self.state ^= self.state << 17;
+        self.state
     }
 
     fn below(&mut self, n: usize) -> usize {
@@ -229,6 +241,31 @@ impl Gen {
         let base = self.pick(&[
             "/var/mnt",
             "/var/mnt/data",
+            "/var/mnt/data",
+            // What agents mount: kubelet's plugin directories, host
+            // classes (kernel filesystems, devices, sockets, CNI).
+            "/var/lib/kubelet/plugins/csi.example.com",
+            "/var/lib/kubelet/plugins_registry",
+            "/var/lib/kubelet/device-plugins",
+            "/var/lib/kubelet/pod-resources",
+            "/var/lib/kubelet",
+            "/var/lib/cni",
+            "/var/log",
+            "/sys",
+            "/sys/fs/bpf",
+            "/sys/fs/cgroup",
+            "/sys/class/net",
+            "/proc",
+            "/proc/sys/net",
+            "/dev",
+            "/dev/nvme0n1",
+            "/dev/sda1",
+            "/dev/mapper",
+            "/etc/cni/net.d",
+            "/opt/cni/bin",
+            "/lib/modules",
+            "/run/xtables.lock",
+            "/var/run/xtables.lock",
             "/var/mntx",
             "/var/lib/etcd",
             "/var/lib",
@@ -279,13 +316,17 @@ impl Gen {
         path
     }
 
+    /// `seLinuxOptions` as a pod or a container writes it: a type (of a
+    /// domain or not), a level alone, or none.
     fn selinux_options(&mut self) -> Option<Value> {
-        match self.below(7) {
-            0 => Some(json!({ "type": "container_t" })),
-            1 => Some(json!({ "type": "spc_t" })),
-            2 => Some(json!({ "type": "csi_node_t" })),
-            3 => Some(json!({ "level": "s0:c1,c2" })),
-            4 => Some(json!({ "type": "" })),
+        match self.below(8) {
+            0..=3 => {
+                let index = self.below(self.types.len());
+                let selinux_type = self.types[index].clone();
+                Some(json!({ "type": selinux_type }))
+            }
+            4 => Some(json!({ "level": "s0:c1,c2" })),
+            5 => Some(json!({ "type": self.types[0].clone(), "level": "s0:c3,c4" })),
             _ => None,
         }
     }
@@ -428,7 +469,7 @@ impl Gen {
 }
 
 fn generated(seed: u64, count: usize, rules: &HostPathRules) -> Vec<Value> {
-    let mut generator = Gen(seed);
+    let mut generator = Gen::new(seed, rules);
     let objects: Vec<Value> = (0..count).map(|i| generator.object(i)).collect();
     let readable: Vec<Value> = objects
         .into_iter()
@@ -446,7 +487,7 @@ fn generated(seed: u64, count: usize, rules: &HostPathRules) -> Vec<Value> {
 fn the_policy_denies_exactly_what_check_denies_on_generated_pods() {
     let (judgement, rules) = default_judgement();
     let seed = 0x5e3a_41f0_2026_0001;
-    let objects = generated(seed, 600, &rules);
+    let objects = generated(seed, 1200, &rules);
     let denied = objects
         .iter()
         .filter(|o| check_denies(o, &rules) == Some(true))
@@ -533,22 +574,50 @@ fn control_a_policy_with_a_wrong_rule_is_caught() {
     // a naive string-prefix rule would (`/var/mnt` admitting `/var/mntx`).
     let mut wrong = judgement.clone();
     wrong
+        .rules
         .protected
         .retain(|p| p.path.to_string() != "/var/lib/etcd");
-    wrong.roots.push(admission::Declared {
+    let pod_type = wrong.rules.pod_type.clone();
+    let pod = wrong
+        .rules
+        .domains
+        .iter_mut()
+        .find(|d| Some(&d.selinux_type) == pod_type.as_ref())
+        .unwrap();
+    pod.paths.push(k8s::PathGrant {
         path: k8s::NormalPath::parse("/var/lib").unwrap(),
-        at: None,
+        access: k8s::MountAccess::Write,
+        host_path_root: true,
+        declared_at: None,
     });
+    // And the per-domain judgement: one that grants every agent what
+    // the first grants (a policy that ignores the agent's own type).
+    let mut one_agent = judgement.clone();
+    let agents: Vec<usize> = (0..one_agent.rules.domains.len())
+        .filter(|&i| one_agent.rules.domains[i].kind == k8s::DomainKind::Agent)
+        .collect();
+    assert!(agents.len() >= 2, "the default layout declares agents");
+    let first = one_agent.rules.domains[agents[0]].clone();
+    for &i in &agents[1..] {
+        let domain = &mut one_agent.rules.domains[i];
+        domain.paths.clone_from(&first.paths);
+        domain.host_classes.clone_from(&first.host_classes);
+    }
     for engine in [Engine::Cel, Engine::Rego] {
-        let caught = disagreements(engine, &engine.policy(&wrong), &rules, &objects);
-        assert!(
-            !caught.is_empty(),
-            "{engine:?}: a policy that admits /var/lib/etcd and /var/lib/* must disagree with check"
-        );
-        eprintln!(
-            "{engine:?}: the wrong policy disagrees on {} objects, e.g.\n{}",
-            caught.len(),
-            caught[0]
-        );
+        for (what, policy) in [
+            ("admits /var/lib/etcd and /var/lib/*", &wrong),
+            ("grants every agent the first agent's paths", &one_agent),
+        ] {
+            let caught = disagreements(engine, &engine.policy(policy), &rules, &objects);
+            assert!(
+                !caught.is_empty(),
+                "{engine:?}: a policy that {what} must disagree with check"
+            );
+            eprintln!(
+                "{engine:?}: the policy that {what} disagrees on {} objects, e.g.\n{}",
+                caught.len(),
+                caught[0]
+            );
+        }
     }
 }

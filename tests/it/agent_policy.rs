@@ -179,6 +179,112 @@ fn no_agent_has_a_rule_on_a_protected_type() {
     assert!(!rules.trim().is_empty());
 }
 
+/// The runtime's permissions on `target` by class (its own rules and its
+/// attributes', on the type or an attribute holding it), the `filesystem`
+/// class aside.
+fn runtime_permissions(policy: &Path, target: &str) -> BTreeSet<String> {
+    let mut perms = BTreeSet::new();
+    for line in sesearch(policy, &["-A", "-s", "containerd_t", "-t", target]).lines() {
+        let Some((_, tail)) = line.split_once(':') else {
+            continue;
+        };
+        let Some(class) = tail.split_whitespace().next() else {
+            continue;
+        };
+        if class == "filesystem" {
+            continue;
+        }
+        let list = tail[class.len()..].trim().trim_end_matches(';');
+        for perm in list
+            .trim_matches(|c| c == '{' || c == '}')
+            .split_whitespace()
+        {
+            perms.insert(format!("{class}:{perm}"));
+        }
+    }
+    perms
+}
+
+/// containerd bind-mounts an agent's or a pod's volume and sets the
+/// volume's propagation on the new mount, whose root is the host
+/// directory: it needs `mounton` on the type of every path those domains
+/// may be given as a volume. On a protected type it gains nothing else:
+/// kubelet's directory, which it looks up, keeps exactly the layout's
+/// `search` plus `mounton`; the protected types it does not hold get
+/// nothing.
+#[test]
+fn the_runtime_mounts_on_every_volume_type_and_reads_no_protected_data() {
+    let (_dir, policy) = built(None);
+    let volumes = [
+        ("kubelet_pods_t", "dir"),
+        ("kubelet_plugins_t", "dir"),
+        ("kubelet_plugins_registry_t", "dir"),
+        ("kubelet_plugins_registry_t", "sock_file"),
+        ("kubelet_device_plugins_t", "dir"),
+        ("kubelet_pod_resources_t", "dir"),
+        ("pods_log_t", "dir"),
+        ("var_log_t", "dir"),
+        ("var_mnt_t", "dir"),
+        ("cni_var_t", "dir"),
+        ("var_t", "dir"),
+        ("kubelet_var_t", "dir"),
+        ("cni_conf_t", "dir"),
+        ("modules_object_t", "dir"),
+        ("sysfs_t", "dir"),
+        ("xtables_lock_t", "file"),
+    ];
+    for (target, class) in volumes {
+        assert!(
+            runtime_permissions(&policy, target).contains(&format!("{class}:mounton")),
+            "containerd_t cannot mount on {target} ({class})"
+        );
+    }
+    let search_and_mount: BTreeSet<String> = [
+        "dir:getattr",
+        "dir:open",
+        "dir:search",
+        "lnk_file:getattr",
+        "lnk_file:read",
+        "dir:mounton",
+        "file:mounton",
+        "sock_file:mounton",
+        "chr_file:mounton",
+        "blk_file:mounton",
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .collect();
+    assert_eq!(
+        runtime_permissions(&policy, "kubelet_var_t"),
+        search_and_mount
+    );
+    for target in [
+        "etcd_var_t",
+        "kubelet_pki_t",
+        "audit_log_t",
+        "overlays_var_t",
+    ] {
+        let held = runtime_permissions(&policy, target);
+        assert!(held.is_empty(), "containerd_t on {target}: {held:?}");
+    }
+    // Control: a runtime that starts nothing gets no mount point beyond
+    // the base policy's, so the queries above see the layout's grant.
+    let layout = default_layout_with(|text| {
+        text.replace(
+            "      transitions: [pods, csi, cni, log-reader, monitor, device-plugin]\n",
+            "",
+        )
+    });
+    let (_control, policy) = built(Some(&layout));
+    for target in ["kubelet_plugins_registry_t", "kubelet_var_t", "var_t"] {
+        let held = runtime_permissions(&policy, target);
+        assert!(
+            !held.contains("dir:mounton"),
+            "containerd_t on {target} without transitions: {held:?}"
+        );
+    }
+}
+
 #[test]
 fn secilc_rejects_an_included_rule_that_lets_an_agent_reach_a_protected_path() {
     let dir = tempfile::tempdir().unwrap();

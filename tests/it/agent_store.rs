@@ -279,6 +279,7 @@ fn every_host_class_is_granted_on_debians_store_and_denied_without_it() {
         &root.join("etc/selinux/default/contexts/files/file_contexts"),
     );
     agents_join_the_container_domains(&out.join("structured_var.cil"));
+    the_runtime_mounts_on_the_volumes(&out.join("policy.33"), "container_engine_t");
 }
 
 #[test]
@@ -298,6 +299,39 @@ fn every_host_class_is_granted_on_fedoras_store_and_denied_without_it() {
         &root.join("etc/selinux/targeted/contexts/files/file_contexts"),
     );
     agents_join_the_container_domains(&out.join("structured_var.cil"));
+    the_runtime_mounts_on_the_volumes(&out.join("policy.33"), "container_runtime_t");
+}
+
+/// The store's runtime may mount on the agents' volumes (the kubelet
+/// plugin directories, /var/lib/kubelet itself, the pod volumes) in the
+/// predicted policy. On refpolicy it may not on the protected types it
+/// does not hold (container-selinux's runtime is unconfined: it may).
+fn the_runtime_mounts_on_the_volumes(policy: &Path, runtime: &str) {
+    let ask = |target: &str| {
+        [
+            process(runtime),
+            object(target),
+            "dir".to_owned(),
+            "mounton".to_owned(),
+        ]
+    };
+    let volumes = [
+        "kubelet_plugins_registry_t",
+        "kubelet_plugins_t",
+        "kubelet_pods_t",
+        "kubelet_var_t",
+    ];
+    let verdicts = libsepol_verdicts(policy, &volumes.map(ask));
+    for (target, verdict) in volumes.iter().zip(&verdicts) {
+        assert_eq!(verdict, "allow", "{runtime} mounton {target}");
+    }
+    if runtime == "container_engine_t" {
+        let protected = ["etcd_var_t", "kubelet_pki_t"];
+        let verdicts = libsepol_verdicts(policy, &protected.map(ask));
+        for (target, verdict) in protected.iter().zip(&verdicts) {
+            assert_ne!(verdict, "allow", "{runtime} mounton {target}");
+        }
+    }
 }
 
 /// The module declares each agent and puts it in the store's container

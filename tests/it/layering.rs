@@ -738,7 +738,7 @@ fn the_reader_finds_each_kind_of_cycle() {
 /// Names two or more files of the workspace may give their modules, each
 /// with every file that may hold it: the same thing seen from two sides,
 /// never two things.
-const SHARED_STEMS: [(&str, &[&str]); 10] = [
+const SHARED_STEMS: [(&str, &[&str]); 11] = [
     // `cli/<subcommand>.rs` is named after its subcommand, which is the
     // library it drives.
     (
@@ -749,6 +749,10 @@ const SHARED_STEMS: [(&str, &[&str]); 10] = [
     ("check", &["src/check/mod.rs", "src/cli/check.rs"]),
     ("diff", &["src/diff/mod.rs", "src/cli/diff.rs"]),
     ("prune", &["src/cli/prune.rs", "crates/node/src/prune.rs"]),
+    (
+        "suggest",
+        &["src/cli/suggest.rs", "crates/k8s/src/suggest.rs"],
+    ),
     (
         "relabel",
         &["crates/relabel/src/lib.rs", "src/cli/relabel.rs"],

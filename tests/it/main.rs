@@ -55,6 +55,7 @@ mod store_container_selinux;
 mod store_fedora;
 mod store_quirks;
 mod store_refpolicy;
+mod suggest;
 mod support;
 mod system_pcre2;
 mod units;

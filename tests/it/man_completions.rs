@@ -10,7 +10,7 @@ use std::process::Command;
 use crate::support::{run, semanifest, stderr, stdout, tool};
 
 /// Every command of the binary, as its page name.
-const PAGES: [&str; 18] = [
+const PAGES: [&str; 19] = [
     "semanifest",
     "semanifest-admission",
     "semanifest-apply",
@@ -28,6 +28,7 @@ const PAGES: [&str; 18] = [
     "semanifest-prune",
     "semanifest-relabel",
     "semanifest-rm",
+    "semanifest-suggest",
     "semanifest-units",
 ];
 

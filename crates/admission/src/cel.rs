@@ -10,10 +10,10 @@
 
 use serde::Serialize;
 
-use crate::decision::{
-    Judgement, PodSpecAt, HOST_PATH_TYPES, OS_LABELS, PERSISTENT_VOLUME, POD_KINDS,
-};
-use crate::pattern::BACKSTEP;
+use k8s::{PodSpecAt, OS_LABELS, PERSISTENT_VOLUME, POD_KINDS};
+
+use crate::decision::{Judgement, HOST_PATH_TYPES};
+use crate::pattern::{PathTest, BACKSTEP};
 
 /// `variables[]`: a name and its expression, evaluated in order.
 #[derive(Clone, Debug, Serialize)]
@@ -90,11 +90,55 @@ fn valid_sub_path(sub_path: &str) -> String {
     )
 }
 
-fn matches(value: &str, pattern: &Option<String>) -> String {
-    match pattern {
-        Some(pattern) => format!("{value}.matches({})", literal(pattern)),
-        None => "false".to_owned(),
+/// Whether the string `value` is in `test`.
+fn in_test(value: &str, test: &PathTest) -> String {
+    if test.is_empty() {
+        return "false".to_owned();
     }
+    let terms: Vec<String> = test
+        .terms
+        .iter()
+        .map(|term| match &term.exclude {
+            None => format!("{value}.matches({})", literal(&term.include)),
+            Some(exclude) => format!(
+                "({value}.matches({}) && !{value}.matches({}))",
+                literal(&term.include),
+                literal(exclude)
+            ),
+        })
+        .collect();
+    format!("({})", terms.join(" || "))
+}
+
+/// Whether a container of domain type `t` may mount `path`: the chain of
+/// each domain's [`Judgement::grant_test`]. A type that is no domain is
+/// judged by nothing here (`foreignTypes` refuses it); `''` stands for
+/// "no pod domain" when the layout has none, and is granted nothing.
+fn granted(judgement: &Judgement, t: &str, path: &str) -> String {
+    let mut chain = String::new();
+    if judgement.pod_domain().is_none() {
+        chain.push_str(&format!("{t} == '' ? false : "));
+    }
+    for domain in &judgement.rules.domains {
+        chain.push_str(&format!(
+            "{t} == {} ? {} : ",
+            literal(&domain.selinux_type),
+            in_test(path, &Judgement::grant_test(domain))
+        ));
+    }
+    chain.push_str("true");
+    format!("({chain})")
+}
+
+/// The type of the domain container `c` runs in: its effective
+/// `seLinuxOptions.type`, or the pod domain's (`''` without one).
+fn domain_type(judgement: &Judgement) -> String {
+    let pod = literal(judgement.rules.pod_type.as_deref().unwrap_or(""));
+    format!(
+        "(has(c.securityContext) && has(c.securityContext.seLinuxOptions) \
+         ? (has(c.securityContext.seLinuxOptions.type) ? c.securityContext.seLinuxOptions.type : {pod}) \
+         : (size(variables.podSelinuxType) > 0 ? variables.podSelinuxType[0] : {pod}))"
+    )
 }
 
 /// The effective `seLinuxOptions.type` of container `c` as a list of at
@@ -103,18 +147,13 @@ const EFFECTIVE_TYPE: &str = "(has(c.securityContext) && has(c.securityContext.s
     ? (has(c.securityContext.seLinuxOptions.type) ? [c.securityContext.seLinuxOptions.type] : []) \
     : variables.podSelinuxType)";
 
+/// Whether container `c` is privileged.
+const PRIVILEGED_CONTAINER: &str = "has(c.securityContext) && has(c.securityContext.privileged) \
+    && c.securityContext.privileged == true";
+
 /// Containers mounting a hostPath that are privileged.
 const PRIVILEGED: &str = "variables.mountingContainers.filter(c, has(c.securityContext) \
     && has(c.securityContext.privileged) && c.securityContext.privileged == true)";
-
-/// Appended to a hostPath volume filter: not when the object is an accepted
-/// privileged exception and only privileged containers mount volume `v`
-/// (those judge protected paths only, as in `check`).
-const ONLY_ACCEPTED_MOUNT: &str = " && !(variables.exempt \
-    && variables.mountingContainers.exists(c, c.volumeMounts.exists(m, m.name == v.name)) \
-    && variables.mountingContainers.all(c, !c.volumeMounts.exists(m, m.name == v.name) \
-       || (has(c.securityContext) && has(c.securityContext.privileged) \
-           && c.securityContext.privileged == true)))";
 
 impl CelRules {
     pub fn of(judgement: &Judgement) -> CelRules {
@@ -197,7 +236,8 @@ impl CelRules {
             },
             Variable { name: "subject", expression: subject.to_owned() },
         ];
-        if !judgement.privileged_exceptions.is_empty() {
+        let exceptions = judgement.privileged_exceptions();
+        if !exceptions.is_empty() {
             // A manifest without a namespace is matched as `default`, as
             // `check` does; the API server always sets the request's.
             variables.push(Variable {
@@ -206,10 +246,31 @@ impl CelRules {
                     "(request.namespace != '' ? request.namespace : {}) + '/' \
                      + (has(object.metadata.name) ? object.metadata.name : '') in {}",
                     literal(layout::model::PrivilegedException::DEFAULT_NAMESPACE),
-                    list(&judgement.privileged_exceptions)
+                    list(&exceptions)
+                ),
+            });
+            // An accepted privileged container is judged for protected
+            // paths only.
+            variables.push(Variable {
+                name: "judgingContainers",
+                expression: format!(
+                    "variables.exempt ? variables.mountingContainers.filter(c, !({PRIVILEGED_CONTAINER})) \
+                     : variables.mountingContainers"
                 ),
             });
         }
+        let judging = if exceptions.is_empty() {
+            "variables.mountingContainers"
+        } else {
+            "variables.judgingContainers"
+        };
+        let protected = in_test("v.path", &judgement.protected_test());
+        let domain_type = domain_type(judgement);
+        let pod_granted = match judgement.pod_domain() {
+            Some(pod) => in_test("v.path", &Judgement::grant_test(pod)),
+            None => "false".to_owned(),
+        };
+        let mounts_v = "c.volumeMounts.exists(m, m.name == v.name)";
         variables.extend([
             Variable {
                 name: "invalidPaths",
@@ -222,23 +283,23 @@ impl CelRules {
             Variable {
                 name: "protectedPaths",
                 expression: format!(
-                    "variables.hostPathVolumes.filter(v, {} && {})",
+                    "variables.hostPathVolumes.filter(v, {} && {protected})",
                     valid_path("v.path"),
-                    matches("v.path", &judgement.protected_pattern())
                 ),
             },
+            // Each volume is judged by the domain of every container that
+            // mounts it; one no container mounts (a PersistentVolume's) by
+            // the pod domain.
             Variable {
-                name: "outsideRoots",
+                name: "notGranted",
                 expression: format!(
-                    "variables.hostPathVolumes.filter(v, {} && !{} && !{}{})",
+                    "variables.hostPathVolumes.filter(v, {} && !{protected} \
+                     && (variables.mountingContainers.exists(c, {mounts_v}) \
+                         ? {judging}.exists(c, {mounts_v} \
+                             && [{domain_type}].exists(t, !{})) \
+                         : !{pod_granted}))",
                     valid_path("v.path"),
-                    matches("v.path", &judgement.protected_pattern()),
-                    matches("v.path", &judgement.roots_pattern()),
-                    if judgement.privileged_exceptions.is_empty() {
-                        ""
-                    } else {
-                        ONLY_ACCEPTED_MOUNT
-                    }
+                    granted(judgement, "t", "v.path"),
                 ),
             },
             Variable {
@@ -254,7 +315,7 @@ impl CelRules {
             },
             Variable {
                 name: "privileged",
-                expression: if judgement.privileged_exceptions.is_empty() {
+                expression: if exceptions.is_empty() {
                     PRIVILEGED.to_owned()
                 } else {
                     format!("variables.exempt ? [] : {PRIVILEGED}")
@@ -264,7 +325,7 @@ impl CelRules {
                 name: "foreignTypes",
                 expression: format!(
                     "variables.mountingContainers.filter(c, {EFFECTIVE_TYPE}.exists(t, !(t in {})))",
-                    list(&judgement.workload_types)
+                    list(judgement.domain_types())
                 ),
             },
         ]);
@@ -275,12 +336,7 @@ impl CelRules {
             )
         };
         let layout = judgement.describe_layout();
-        let volume_message = |var: &str, why: &str| {
-            let why = if var == "protectedPaths" {
-                protected_reason(judgement, &layout)
-            } else {
-                literal(why)
-            };
+        let volume_message = |var: &str, why: String| {
             format!(
                 "variables.subject + ': hostPath volume `' + variables.{var}[0].name + '` path `' \
                  + variables.{var}[0].path + '` ' + {why} + {}",
@@ -294,40 +350,41 @@ impl CelRules {
                 more(var)
             )
         };
-        let roots = Judgement::list(&judgement.roots);
-        let protected = Judgement::list(&judgement.protected);
-        let types = judgement.workload_types.join(", ");
-        let rules: [(&str, String, bool, &str); 6] = [
+        let types = judgement.domain_types().join(", ");
+        let not_granted_why = format!(
+            "is not granted to the domain of a container that mounts it (roots for workload domains, \
+             layout paths and host classes for agents) by {layout}"
+        );
+        let rules: [(&str, String, Option<String>, &str); 6] = [
             (
                 "invalidPaths",
                 format!(
                     "is not a path the node can judge (empty, relative, a `..` component, template braces) \
                      or its type is unknown; {layout}"
                 ),
-                true,
+                None,
                 "Invalid",
             ),
             (
                 "protectedPaths",
                 format!(
-                    "is, lies inside or contains a protected path of {layout}: {protected}; no pod may mount it"
+                    "is, lies inside or contains a protected path of {layout}: {}; no pod may mount it",
+                    judgement.list_protected()
                 ),
-                true,
+                Some(protected_reason(judgement, &layout)),
                 "Forbidden",
             ),
             (
-                "outsideRoots",
-                format!(
-                    "is outside every hostPath root of {layout}: {roots}; move it below a root"
-                ),
-                true,
+                "notGranted",
+                not_granted_why,
+                Some(not_granted_reason(judgement, judging, &domain_type)),
                 "Forbidden",
             ),
             (
                 "invalidSubPaths",
                 "mounts a hostPath volume with a subPath that is absolute or holds a `..` component"
                     .to_owned(),
-                false,
+                None,
                 "Invalid",
             ),
             (
@@ -336,28 +393,30 @@ impl CelRules {
                     "is privileged and mounts a hostPath volume: a privileged container runs unconfined, \
                      so the labels of {layout} do not hold it"
                 ),
-                false,
+                None,
                 "Forbidden",
             ),
             (
                 "foreignTypes",
                 format!(
-                    "mounts a hostPath volume and runs as an SELinux type that is not a workload domain \
-                     of {layout} ({types})"
+                    "mounts a hostPath volume and runs as an SELinux type that is no workload or agent \
+                     domain of {layout} ({types})"
                 ),
-                false,
+                None,
                 "Forbidden",
             ),
         ];
+        let about_volume = ["invalidPaths", "protectedPaths", "notGranted"];
         let validations = rules
             .into_iter()
-            .map(|(var, why, about_volume, reason)| {
-                let message_expression = if about_volume {
-                    volume_message(var, &why)
+            .map(|(var, why, reason, kind)| {
+                let is_volume = about_volume.contains(&var);
+                let message_expression = if is_volume {
+                    volume_message(var, reason.unwrap_or_else(|| literal(&why)))
                 } else {
                     container_message(var, &why)
                 };
-                let subject = if about_volume {
+                let subject = if is_volume {
                     "a hostPath volume"
                 } else {
                     "a container"
@@ -366,7 +425,7 @@ impl CelRules {
                     expression: format!("size(variables.{var}) == 0"),
                     message: format!("{subject} {why}"),
                     message_expression,
-                    reason,
+                    reason: kind,
                 }
             })
             .collect();
@@ -384,16 +443,59 @@ fn protected_reason(judgement: &Judgement, layout: &str) -> String {
     let mut reason = literal(&format!(
         "touches a protected path of {layout}; no pod may mount it"
     ));
-    for protected in judgement.protected.iter().rev() {
-        let pattern = crate::pattern::overlapping_any([&protected.path]);
+    for protected in judgement.rules.protected.iter().rev() {
         reason = format!(
             "({} ? {} : {reason})",
-            matches("variables.protectedPaths[0].path", &pattern),
+            in_test(
+                "variables.protectedPaths[0].path",
+                &Judgement::protects(protected)
+            ),
             literal(&format!(
                 "is, lies inside or contains protected path {} of {layout}; no pod may mount it",
-                protected.describe()
+                crate::decision::at_line(protected.path.as_str(), &protected.declared_at)
             ))
         );
     }
     reason
+}
+
+/// A CEL expression naming the first container that may not mount the
+/// first volume of `variables.notGranted`, its domain, and what that
+/// domain may mount (with layout lines); for a volume no container mounts,
+/// the pod domain's.
+fn not_granted_reason(judgement: &Judgement, judging: &str, domain_type: &str) -> String {
+    let mut reasons: Vec<(String, String)> = judgement
+        .rules
+        .domains
+        .iter()
+        .map(|d| (d.selinux_type.clone(), judgement.describe_grants(d)))
+        .collect();
+    if judgement.pod_domain().is_none() {
+        reasons.push((
+            String::new(),
+            format!(
+                "is outside every hostPath root: {} declares no workload domain",
+                judgement.describe_layout()
+            ),
+        ));
+    }
+    let reasons = format!(
+        "{{{}}}",
+        reasons
+            .iter()
+            .map(|(t, why)| format!("{}: {}", literal(t), literal(why)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let pod = literal(judgement.rules.pod_type.as_deref().unwrap_or(""));
+    let v = "variables.notGranted[0]";
+    let mounts_v = format!("c.volumeMounts.exists(m, m.name == {v}.name)");
+    format!(
+        "(variables.mountingContainers.exists(c, {mounts_v}) \
+          ? {judging}.filter(c, {mounts_v} && [{domain_type}].exists(t, !{})) \
+              .map(c, 'is mounted by container `' + c.name + '`, which runs as `' + {domain_type} \
+                   + '`, and ' + {reasons}[{domain_type}])[0] \
+          : 'is judged for the pod domain `' + {pod} + '` and ' + {reasons}[{pod}])",
+        granted(judgement, "t", &format!("{v}.path")),
+    )
 }

@@ -4,9 +4,9 @@
 use serde::Serialize;
 
 use crate::cel::{CelRules, Validation, Variable};
-use crate::decision::{PERSISTENT_VOLUME, POD_KINDS};
 use crate::vap::Object;
 use crate::{Action, Metadata};
+use k8s::{PERSISTENT_VOLUME, POD_KINDS};
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]

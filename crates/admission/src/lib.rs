@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 pub use cel::{literal as cel_literal, CelRules, Validation, Variable};
-pub use decision::{Declared, Judgement, PodKind, PodSpecAt, PERSISTENT_VOLUME, POD_KINDS};
+pub use decision::{at_line, Judgement};
 pub use gatekeeper::CONSTRAINT_KIND;
 pub use rego::PACKAGE as REGO_PACKAGE;
 

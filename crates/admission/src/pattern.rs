@@ -10,8 +10,6 @@
 //! (absolute, no `..` component) are judged this way; the validity check
 //! comes first in every renderer.
 
-use k8s::NormalPath;
-
 /// Any run of empty and `.` components, each with the `/` before it.
 const SEPARATORS: &str = r"(?:/\.?)*";
 
@@ -19,10 +17,9 @@ const SEPARATORS: &str = r"(?:/\.?)*";
 /// rejects it; `NormalPath::parse` does too).
 pub const BACKSTEP: &str = r"(?:^|/)\.\.(?:/|$)";
 
-/// The components of a normalised path (none for `/`).
-fn components(path: &NormalPath) -> Vec<String> {
-    path.to_string()
-        .split('/')
+/// The components of a normalised path (none for `/`), escaped.
+fn components(path: &str) -> Vec<String> {
+    path.split('/')
         .filter(|c| !c.is_empty())
         .map(escape)
         .collect()
@@ -70,40 +67,119 @@ fn any_prefix(components: &[String]) -> String {
     }
 }
 
-/// Matches a valid written path that lies at or below one of `paths`;
-/// `None` when `paths` is empty (nothing matches).
-pub fn within_any<'a>(paths: impl IntoIterator<Item = &'a NormalPath>) -> Option<String> {
-    let alternatives: Vec<String> = paths
-        .into_iter()
-        .map(|path| spelled(&components(path)))
-        .collect();
-    if alternatives.is_empty() {
-        return None;
-    }
-    Some(format!(
-        "^{SEPARATORS}(?:{})(?:/|$)",
-        alternatives.join("|")
-    ))
+/// One way a normalised path covers the written paths a hostPath may
+/// hold.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Cover {
+    /// The path and everything below it.
+    Within(String),
+    /// The path and every ancestor of it, `/` included.
+    AncestorOrSelf(String),
+    /// The path alone.
+    Exact(String),
+    /// Every name of the path's directory that starts with its last
+    /// component, and nothing below them.
+    NamePrefix(String),
 }
 
-/// Matches a valid written path that is one of `paths`, lies below one or
-/// lies above one (an ancestor, `/` included); `None` when `paths` is empty.
-pub fn overlapping_any<'a>(paths: impl IntoIterator<Item = &'a NormalPath>) -> Option<String> {
-    let mut alternatives = Vec::new();
-    for path in paths {
-        let components = components(path);
-        alternatives.push(format!("{}(?:/|$)", spelled(&components)));
-        alternatives.push(format!("{}{SEPARATORS}$", any_prefix(&components)));
+impl Cover {
+    /// Its alternative of a [`regex`], after the leading separators.
+    fn alternative(&self) -> String {
+        match self {
+            Cover::Within(path) => format!("{}(?:/|$)", spelled(&components(path))),
+            Cover::AncestorOrSelf(path) => {
+                format!("{}{SEPARATORS}$", any_prefix(&components(path)))
+            }
+            Cover::Exact(path) => format!("{}{SEPARATORS}$", spelled(&components(path))),
+            Cover::NamePrefix(path) => {
+                let mut parts = components(path);
+                let prefix = parts.pop().unwrap_or_default();
+                format!("{}{SEPARATORS}/{prefix}[^/]*{SEPARATORS}$", spelled(&parts))
+            }
+        }
     }
-    if alternatives.is_empty() {
-        return None;
+}
+
+/// Matches a valid written path that one of `covers` covers; `None` when
+/// there are none (nothing matches).
+pub fn regex(covers: &[Cover]) -> Option<String> {
+    // Subtrees share their suffix: `(?:/a|/b)(?:/|$)`.
+    let within: Vec<String> = covers
+        .iter()
+        .filter_map(|c| match c {
+            Cover::Within(path) => Some(spelled(&components(path))),
+            _ => None,
+        })
+        .collect();
+    let mut alternatives: Vec<String> = covers
+        .iter()
+        .filter(|c| !matches!(c, Cover::Within(_)))
+        .map(Cover::alternative)
+        .collect();
+    match within.as_slice() {
+        [] => {}
+        [one] => alternatives.insert(0, format!("{one}(?:/|$)")),
+        many => alternatives.insert(0, format!("(?:{})(?:/|$)", many.join("|"))),
     }
-    Some(format!("^{SEPARATORS}(?:{})", alternatives.join("|")))
+    match alternatives.as_slice() {
+        [] => None,
+        [one] => Some(format!("^{SEPARATORS}{one}")),
+        many => Some(format!("^{SEPARATORS}(?:{})", many.join("|"))),
+    }
+}
+
+/// A set of written paths as regular expressions: a path is in it when it
+/// matches some term's `include` and not that term's `exclude`. RE2 has
+/// no negative lookahead, so "below X but not below Y" takes two.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PathTest {
+    pub terms: Vec<Term>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Term {
+    pub include: String,
+    pub exclude: Option<String>,
+}
+
+impl PathTest {
+    /// The union of `(include, exclude)` cover sets; terms with the same
+    /// exclusions share one expression.
+    pub fn of(parts: impl IntoIterator<Item = (Vec<Cover>, Vec<Cover>)>) -> PathTest {
+        let mut grouped: Vec<(Vec<Cover>, Vec<Cover>)> = Vec::new();
+        for (include, mut exclude) in parts {
+            exclude.sort();
+            exclude.dedup();
+            match grouped.iter_mut().find(|(_, e)| *e == exclude) {
+                Some((covers, _)) => covers.extend(include),
+                None => grouped.push((include, exclude)),
+            }
+        }
+        PathTest {
+            terms: grouped
+                .into_iter()
+                .filter_map(|(mut include, exclude)| {
+                    include.dedup();
+                    Some(Term {
+                        include: regex(&include)?,
+                        exclude: regex(&exclude),
+                    })
+                })
+                .collect(),
+        }
+    }
+
+    /// Whether no path is in it.
+    pub fn is_empty(&self) -> bool {
+        self.terms.is_empty()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use k8s::NormalPath;
+    use layout::model::host::{HostPath, ObjectKind, Scope};
     use regex::Regex;
 
     fn p(s: &str) -> NormalPath {
@@ -145,7 +221,7 @@ mod tests {
     #[test]
     fn containment_matches_the_normalised_judgement() {
         for root in ["/", "/var", "/var/mnt", "/var/lib/etcd", "/var/mnt/.hidden"] {
-            let pattern = within_any([&p(root)]).unwrap();
+            let pattern = regex(&[Cover::Within(root.to_owned())]).unwrap();
             let regex = Regex::new(&pattern).unwrap();
             for raw in RAW {
                 assert_eq!(
@@ -160,7 +236,11 @@ mod tests {
     #[test]
     fn overlap_matches_the_normalised_judgement() {
         for protected in ["/var/lib/etcd", "/var/lib/kubelet/pki", "/"] {
-            let pattern = overlapping_any([&p(protected)]).unwrap();
+            let pattern = regex(&[
+                Cover::Within(protected.to_owned()),
+                Cover::AncestorOrSelf(protected.to_owned()),
+            ])
+            .unwrap();
             let regex = Regex::new(&pattern).unwrap();
             for raw in RAW {
                 let expected =
@@ -174,9 +254,89 @@ mod tests {
         }
     }
 
+    /// Exact paths and name prefixes as the host classes cover them.
+    #[test]
+    fn host_paths_match_as_they_cover_the_normalised_path() {
+        let hosts = [
+            (Scope::Exact, "/dev"),
+            (Scope::Exact, "/run/xtables.lock"),
+            (Scope::NamePrefix, "/dev/nvme"),
+            (Scope::NamePrefix, "/var/mnt"),
+            (Scope::Subtree, "/var/lib/etcd"),
+        ];
+        let raw = RAW.iter().copied().chain([
+            "/dev",
+            "//dev/./",
+            "/dev/nvme0n1",
+            "/dev/./nvme0n1/",
+            "/dev/nvme",
+            "/dev/nvme0n1/x",
+            "/dev/xnvme",
+            "/devx",
+            "/run/xtables.lock",
+            "/run/xtablesxlock",
+            "/var/mnt.d",
+        ]);
+        for (scope, path) in hosts {
+            let host = HostPath {
+                path,
+                scope,
+                kind: ObjectKind::Directory,
+            };
+            let cover = match scope {
+                Scope::Exact => Cover::Exact(path.to_owned()),
+                Scope::NamePrefix => Cover::NamePrefix(path.to_owned()),
+                Scope::Subtree => Cover::Within(path.to_owned()),
+            };
+            let pattern = regex(&[cover]).unwrap();
+            let regex = Regex::new(&pattern).unwrap();
+            for raw in raw.clone() {
+                assert_eq!(
+                    regex.is_match(raw),
+                    host.covers(p(raw).as_str()),
+                    "{raw:?} covered by {path} ({pattern})"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_term_excludes_what_lies_below_its_exclusions() {
+        let test = PathTest::of([
+            (
+                vec![Cover::Within("/var/lib/kubelet".to_owned())],
+                vec![Cover::Within("/var/lib/kubelet/pods".to_owned())],
+            ),
+            (vec![Cover::Within("/var/lib/etcd".to_owned())], vec![]),
+            (vec![Cover::Exact("/dev".to_owned())], vec![]),
+        ]);
+        assert_eq!(test.terms.len(), 2, "{test:?}");
+        let is_in = |raw: &str| {
+            test.terms.iter().any(|t| {
+                Regex::new(&t.include).unwrap().is_match(raw)
+                    && !t
+                        .exclude
+                        .as_ref()
+                        .is_some_and(|e| Regex::new(e).unwrap().is_match(raw))
+            })
+        };
+        for (raw, expected) in [
+            ("/var/lib/kubelet", true),
+            ("/var/lib/kubelet/pki", true),
+            ("/var/lib/kubelet/pods", false),
+            ("//var/lib/kubelet/./pods/x", false),
+            ("/var/lib/kubelet/podsx", true),
+            ("/var/lib/etcd/member", true),
+            ("/dev/", true),
+            ("/dev/sda", false),
+        ] {
+            assert_eq!(is_in(raw), expected, "{raw}");
+        }
+    }
+
     #[test]
     fn nothing_declared_matches_nothing() {
-        assert_eq!(within_any([]), None);
-        assert_eq!(overlapping_any([]), None);
+        assert_eq!(regex(&[]), None);
+        assert!(PathTest::of([]).is_empty());
     }
 }

@@ -2,10 +2,10 @@
 //! rules as `cel`, the same regular expressions (Rego's `regex.match` is
 //! RE2 too), written as `violation` rules.
 
-use crate::decision::{
-    Judgement, PodSpecAt, HOST_PATH_TYPES, OS_LABELS, PERSISTENT_VOLUME, POD_KINDS,
-};
-use crate::pattern::{overlapping_any, BACKSTEP};
+use k8s::{PodSpecAt, OS_LABELS, PERSISTENT_VOLUME, POD_KINDS};
+
+use crate::decision::{at_line, Judgement, HOST_PATH_TYPES};
+use crate::pattern::{PathTest, BACKSTEP};
 
 /// The Rego package (Gatekeeper requires it to be unique per template).
 pub const PACKAGE: &str = "semanifesthostpath";
@@ -126,7 +126,8 @@ mounting contains c if {{
 	v.name == m.name
 }}
 
-# The container's seLinuxOptions replaces the pod's as a whole.
+# The type the container writes: its seLinuxOptions replaces the pod's as
+# a whole.
 effective_type(c) := t if {{
 	c.securityContext.seLinuxOptions
 	t := c.securityContext.seLinuxOptions.type
@@ -135,6 +136,17 @@ effective_type(c) := t if {{
 effective_type(c) := t if {{
 	not c.securityContext.seLinuxOptions
 	t := pod_spec.securityContext.seLinuxOptions.type
+}}
+
+# The domain it runs in: that type, or else the pod domain's.
+domain_type(c) := t if {{
+	c.securityContext.seLinuxOptions
+	t := object.get(c.securityContext.seLinuxOptions, "type", {pod})
+}}
+
+domain_type(c) := t if {{
+	not c.securityContext.seLinuxOptions
+	t := object.get(object.get(object.get(pod_spec, "securityContext", {{}}), "seLinuxOptions", {{}}), "type", {pod})
 }}
 
 valid_path(p) if {{
@@ -151,10 +163,6 @@ valid_sub_path(p) if {{
 	not regex.match({backstep}, p)
 }}
 
-protected(p) if regex.match({protected}, p)
-
-within_root(p) if regex.match({roots}, p)
-
 namespace := object.get(obj.metadata, "namespace", "")
 
 namespace_prefix := "" if namespace == ""
@@ -168,21 +176,21 @@ namespace_or_default := "{default_namespace}" if namespace == ""
 
 exempt if concat("/", [namespace_or_default, object.get(obj.metadata, "name", "")]) in {exceptions}
 
-# An accepted privileged object whose volume `v` only privileged containers
-# mount: judged for protected paths only.
-only_accepted_mounts(v) if {{
+# An accepted privileged container is judged for protected paths only.
+accepted(c) if {{
 	exempt
-	some c in mounting
-	some m in c.volumeMounts
-	m.name == v.name
-	not unaccepted_mount(v)
+	c.securityContext.privileged == true
 }}
 
-unaccepted_mount(v) if {{
+judging contains c if {{
+	some c in mounting
+	not accepted(c)
+}}
+
+mounted(v) if {{
 	some c in mounting
 	some m in c.volumeMounts
 	m.name == v.name
-	not object.get(object.get(c, "securityContext", {{}}), "privileged", false) == true
 }}
 
 subject := concat("", [obj.kind, " ", namespace_prefix, object.get(obj.metadata, "name", "(unnamed)")])
@@ -203,17 +211,34 @@ violation contains {{"msg": msg}} if {{
 	some v in volumes
 	valid_path(v.path)
 	some p in protected_paths
-	regex.match(p.pattern, v.path)
+	regex.match(p.include, v.path)
+	not excluded(p, v.path)
 	msg := sprintf("%s: hostPath volume `%s` path `%s` is, lies inside or contains protected path %s; no pod may mount it", [subject, v.name, v.path, p.described])
+}}
+
+excluded(p, path) if regex.match(p.exclude, path)
+
+# Each volume is judged by the domain of every container that mounts it;
+# one no container mounts (a PersistentVolume's) by the pod domain.
+violation contains {{"msg": msg}} if {{
+	some v in volumes
+	valid_path(v.path)
+	not protected(v.path)
+	not mounted(v)
+	not granted({pod}, v.path)
+	msg := sprintf("%s: hostPath volume `%s` path `%s` is judged for the pod domain `%s` and %s", [subject, v.name, v.path, {pod}, grant_reasons[{pod}]])
 }}
 
 violation contains {{"msg": msg}} if {{
 	some v in volumes
 	valid_path(v.path)
 	not protected(v.path)
-	not within_root(v.path)
-	not only_accepted_mounts(v)
-	msg := sprintf("%s: hostPath volume `%s` path `%s` is outside every hostPath root of {layout_text}: {roots_text}; move it below a root", [subject, v.name, v.path])
+	some c in judging
+	some m in c.volumeMounts
+	m.name == v.name
+	t := domain_type(c)
+	not granted(t, v.path)
+	msg := sprintf("%s: hostPath volume `%s` path `%s` is mounted by container `%s`, which runs as `%s`, and %s", [subject, v.name, v.path, c.name, t, grant_reasons[t]])
 }}
 
 violation contains {{"msg": msg}} if {{
@@ -237,8 +262,8 @@ violation contains {{"msg": msg}} if {{
 violation contains {{"msg": msg}} if {{
 	some c in mounting
 	t := effective_type(c)
-	not t in {workload_types}
-	msg := sprintf("%s: container `%s` mounts a hostPath volume and runs as SELinux type `%s`, not a workload domain of {layout_text} ({types_text})", [subject, c.name, t])
+	not t in domain_types
+	msg := sprintf("%s: container `%s` mounts a hostPath volume and runs as SELinux type `%s`, no workload or agent domain of {layout_text} ({types_text})", [subject, c.name, t])
 }}
 "#,
         os_labels = set(OS_LABELS),
@@ -246,31 +271,109 @@ violation contains {{"msg": msg}} if {{
         beta = OS_LABELS[1],
         pv = PERSISTENT_VOLUME.kind,
         backstep = raw(BACKSTEP),
-        protected = judgement.protected_pattern().map_or_else(|| raw("$^"), |p| raw(&p)),
-        roots = judgement.roots_pattern().map_or_else(|| raw("$^"), |p| raw(&p)),
+        pod = string(judgement.rules.pod_type.as_deref().unwrap_or("")),
         types = set(HOST_PATH_TYPES),
-        workload_types = set(&judgement.workload_types),
         layout_text = sprintf_safe(&layout),
-        roots_text = sprintf_safe(&Judgement::list(&judgement.roots)),
-        types_text = sprintf_safe(&judgement.workload_types.join(", ")),
+        types_text = sprintf_safe(&judgement.domain_types().join(", ")),
         default_namespace = layout::model::PrivilegedException::DEFAULT_NAMESPACE,
-        exceptions = if judgement.privileged_exceptions.is_empty() {
+        exceptions = if judgement.rules.privileged_exceptions.is_empty() {
             "set()".to_owned()
         } else {
-            set(&judgement.privileged_exceptions)
+            set(judgement.privileged_exceptions())
         },
     ));
     rego.push_str("\nprotected_paths := [\n");
-    for protected in &judgement.protected {
-        let pattern = overlapping_any([&protected.path]).unwrap_or_default();
-        rego.push_str(&format!(
-            "\t{{\"pattern\": {}, \"described\": {}}},\n",
-            raw(&pattern),
-            string(&format!("{} of {layout}", protected.describe()))
+    for protected in &judgement.rules.protected {
+        let described = string(&format!(
+            "{} of {layout}",
+            at_line(protected.path.as_str(), &protected.declared_at)
+        ));
+        for term in Judgement::protects(protected).terms {
+            let exclude = term
+                .exclude
+                .map_or_else(String::new, |e| format!(", \"exclude\": {}", raw(&e)));
+            rego.push_str(&format!(
+                "\t{{\"include\": {}{exclude}, \"described\": {described}}},\n",
+                raw(&term.include),
+            ));
+        }
+    }
+    rego.push_str("]\n\n");
+    rego.push_str(&format!(
+        "domain_types := {}\n\n",
+        if judgement.rules.domains.is_empty() {
+            "set()".to_owned()
+        } else {
+            set(judgement.domain_types())
+        }
+    ));
+    rego.push_str(&test_rules("protected(p)", "", &judgement.protected_test()));
+    // What each domain may mount; a type that is no domain is judged by
+    // nothing here (the foreign-type rule refuses it).
+    rego.push_str("\n# A type that is no domain is refused on its own (domain_types).\n");
+    if judgement.pod_domain().is_none() {
+        rego.push_str("granted(t, _) if {\n\tnot t in domain_types\n\tt != \"\"\n}\n");
+    } else {
+        rego.push_str("granted(t, _) if not t in domain_types\n");
+    }
+    for domain in &judgement.rules.domains {
+        rego.push_str(&format!("\n# {}\n", domain.key));
+        rego.push_str(&test_rules(
+            "granted(t, p)",
+            &format!("t == {}", string(&domain.selinux_type)),
+            &Judgement::grant_test(domain),
         ));
     }
-    rego.push_str("]\n");
+    let mut reasons: Vec<String> = judgement
+        .rules
+        .domains
+        .iter()
+        .map(|d| {
+            format!(
+                "\t{}: {},\n",
+                string(&d.selinux_type),
+                string(&judgement.describe_grants(d))
+            )
+        })
+        .collect();
+    if judgement.pod_domain().is_none() {
+        reasons.push(format!(
+            "\t\"\": {},\n",
+            string(&format!(
+                "is outside every hostPath root: {} declares no workload domain",
+                judgement.describe_layout()
+            ))
+        ));
+    }
+    rego.push_str(&format!("\ngrant_reasons := {{\n{}}}\n", reasons.concat()));
     rego
+}
+
+/// The rules that make `head` (`name(p)`) true for the paths `p` in
+/// `test`, each body starting with `guard` when there is one; a rule that
+/// is never true when `test` is empty.
+fn test_rules(head: &str, guard: &str, test: &PathTest) -> String {
+    let guard = if guard.is_empty() {
+        String::new()
+    } else {
+        format!("\t{guard}\n")
+    };
+    if test.is_empty() {
+        let head = head.replace("(p)", "(_)").replace(", p)", ", _)");
+        return format!("{head} if {{\n{guard}\tfalse\n}}\n");
+    }
+    test.terms
+        .iter()
+        .map(|term| {
+            let exclude = term.exclude.as_ref().map_or_else(String::new, |e| {
+                format!("\tnot regex.match({}, p)\n", raw(e))
+            });
+            format!(
+                "{head} if {{\n{guard}\tregex.match({}, p)\n{exclude}}}\n",
+                raw(&term.include)
+            )
+        })
+        .collect()
 }
 
 /// Text placed inside a Rego string that `sprintf` formats: `%` doubled,

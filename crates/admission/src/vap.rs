@@ -4,8 +4,8 @@
 use serde::Serialize;
 
 use crate::cel::{CelRules, Validation, Variable};
-use crate::decision::{PodKind, PERSISTENT_VOLUME, POD_KINDS};
 use crate::{Action, Metadata, POLICY_NAME};
+use k8s::{PodKind, PERSISTENT_VOLUME, POD_KINDS};
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]

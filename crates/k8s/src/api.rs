@@ -16,40 +16,7 @@ use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_saphyr::{Location, Spanned};
 
-/// Kinds whose pod template we read, and where it lives.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum WorkloadKind {
-    /// `spec` is the pod spec.
-    Pod,
-    /// `spec.template.spec` (Deployment, StatefulSet, DaemonSet, ReplicaSet,
-    /// ReplicationController, Job).
-    Controller,
-    /// `spec.jobTemplate.spec.template.spec`.
-    CronJob,
-    /// `template.spec`.
-    PodTemplate,
-    /// `spec.hostPath`: a PersistentVolume hands the host directory to
-    /// every pod that claims it.
-    PersistentVolume,
-}
-
-impl WorkloadKind {
-    pub(crate) fn of(kind: &str) -> Option<Self> {
-        match kind {
-            "Pod" => Some(WorkloadKind::Pod),
-            "Deployment"
-            | "StatefulSet"
-            | "DaemonSet"
-            | "ReplicaSet"
-            | "ReplicationController"
-            | "Job" => Some(WorkloadKind::Controller),
-            "CronJob" => Some(WorkloadKind::CronJob),
-            "PodTemplate" => Some(WorkloadKind::PodTemplate),
-            "PersistentVolume" => Some(WorkloadKind::PersistentVolume),
-            _ => None,
-        }
-    }
-}
+use super::kinds::{PodKind, PodSpecAt, OS_LABELS};
 
 /// `List`, and the typed lists the API returns (`PodList`, `DeploymentList`…),
 /// carry their objects in `items`.
@@ -63,7 +30,7 @@ pub(crate) struct RawObject {
     pub name: Option<String>,
     pub namespace: Option<String>,
     /// `spec`, when it may belong to a workload.
-    pub spec: Option<Spec>,
+    pub spec: Option<Spanned<Spec>>,
     /// Top-level `template` (PodTemplate), when it may belong to one.
     pub template: Option<PodTemplateSpec>,
     /// `items`, when the object may be a list.
@@ -81,7 +48,7 @@ pub(crate) struct PatchOperation {
 }
 
 /// Union of the spec fields of all workload kinds; which part matters is
-/// decided by the kind (see [`WorkloadKind`]).
+/// decided by the kind (see [`PodSpecAt`]).
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Spec {
@@ -90,7 +57,7 @@ pub(crate) struct Spec {
     pub containers: Option<Vec<Container>>,
     pub init_containers: Option<Vec<Container>>,
     pub ephemeral_containers: Option<Vec<Container>>,
-    pub security_context: Option<PodSecurityContext>,
+    pub security_context: Option<Spanned<PodSecurityContext>>,
     pub node_selector: Option<NodeSelector>,
     pub affinity: Option<Affinity>,
     // Controllers and Job.
@@ -103,7 +70,8 @@ pub(crate) struct Spec {
 
 #[derive(Deserialize, Default)]
 pub(crate) struct PodTemplateSpec {
-    pub spec: Option<Box<Spec>>,
+    /// The pod spec, located so that tools can set its SELinux type.
+    pub spec: Option<Box<Spanned<Spec>>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -160,10 +128,6 @@ impl<'de> Deserialize<'de> for HostPathVolumeSource {
         deserializer.deserialize_map(HostPathVisitor)
     }
 }
-
-/// Node labels that name the operating system (`beta.` is the deprecated
-/// spelling older manifests still carry).
-pub(crate) const OS_LABELS: [&str; 2] = ["kubernetes.io/os", "beta.kubernetes.io/os"];
 
 /// `nodeSelector`, reduced to its OS label. Other entries are not read, so
 /// a value of another type there is not this tool's business.
@@ -319,13 +283,13 @@ pub(crate) struct VolumeMount {
 #[serde(rename_all = "camelCase")]
 pub(crate) struct SecurityContext {
     pub privileged: Option<Spanned<bool>>,
-    pub se_linux_options: Option<SeLinuxOptions>,
+    pub se_linux_options: Option<Spanned<SeLinuxOptions>>,
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct PodSecurityContext {
-    pub se_linux_options: Option<SeLinuxOptions>,
+    pub se_linux_options: Option<Spanned<SeLinuxOptions>>,
 }
 
 #[derive(Deserialize)]
@@ -367,8 +331,12 @@ impl<'de> Visitor<'de> for RawObjectVisitor {
         };
         // Whether the fields below may matter, as far as the kind read so far
         // tells. `None`: kind not seen yet, so read them in case.
-        let workload =
-            |object: &RawObject| object.kind.as_ref().map(|k| WorkloadKind::of(&k.value));
+        let workload = |object: &RawObject| {
+            object
+                .kind
+                .as_ref()
+                .map(|k| PodKind::named(&k.value).map(|k| k.spec_at))
+        };
         let list = |object: &RawObject| object.kind.as_ref().map(|k| is_list_kind(&k.value));
         while let Some(key) = map.next_key::<String>()? {
             match key.as_str() {
@@ -392,9 +360,7 @@ impl<'de> Visitor<'de> for RawObjectVisitor {
                     Some(Some(_)) | None => object.spec = map.next_value()?,
                 },
                 "template" => match workload(&object) {
-                    Some(Some(WorkloadKind::PodTemplate)) | None => {
-                        object.template = map.next_value()?
-                    }
+                    Some(Some(PodSpecAt::Template)) | None => object.template = map.next_value()?,
                     Some(_) => {
                         map.next_value::<IgnoredAny>()?;
                     }

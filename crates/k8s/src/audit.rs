@@ -177,17 +177,11 @@ pub const VALID_HOST_PATH_TYPES: [&str; 8] = [
 /// within each of those groups: file by file, object by object, volume by
 /// volume.
 pub fn audit(manifests: &Manifests, rules: &HostPathRules) -> Vec<Finding> {
-    let mut findings = Vec::new();
-    for workload in &manifests.workloads {
-        if let Some(os) = &workload.pinned_os {
-            findings.push(non_linux(workload, os));
-            continue;
-        }
-        for volume in &workload.host_path_volumes {
-            audit_volume(workload, volume, rules, &mut findings);
-        }
-        audit_containers(workload, rules, &mut findings);
-    }
+    let mut findings: Vec<Finding> = manifests
+        .workloads
+        .iter()
+        .flat_map(|workload| audit_workload(workload, rules))
+        .collect();
     for skipped in &manifests.skipped {
         let (message, position) = match (&skipped.patch, &skipped.kind) {
             (Some(PatchKind::JsonPatch), _) => (
@@ -229,6 +223,20 @@ pub fn audit(manifests: &Manifests, rules: &HostPathRules) -> Vec<Finding> {
         snippet: None,
         related: Vec::new(),
     }));
+    findings
+}
+
+/// One workload's findings, as [`audit`] reports them.
+pub fn audit_workload(workload: &Workload, rules: &HostPathRules) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    if let Some(os) = &workload.pinned_os {
+        findings.push(non_linux(workload, os));
+        return findings;
+    }
+    for volume in &workload.host_path_volumes {
+        audit_volume(workload, volume, rules, &mut findings);
+    }
+    audit_containers(workload, rules, &mut findings);
     findings
 }
 
@@ -347,7 +355,7 @@ fn declared(location: &Option<Location>, message: String) -> Option<Related> {
 
 /// What a hostPath volume of `type: Socket`, `CharDevice` or `BlockDevice`
 /// is, for messages.
-fn special_file(volume: &HostPathVolume) -> Option<&'static str> {
+pub(crate) fn special_file(volume: &HostPathVolume) -> Option<&'static str> {
     match volume.path_type.as_ref()?.value.as_str() {
         "Socket" => Some("a socket"),
         "CharDevice" => Some("a character device"),

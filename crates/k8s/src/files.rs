@@ -28,6 +28,8 @@ pub enum FileReadError {
 #[derive(Debug, Default)]
 pub struct Loaded {
     pub manifests: Manifests,
+    /// Every file read, in reading order.
+    pub sources: Vec<Arc<SourceFile>>,
     pub errors: Vec<FileReadError>,
 }
 
@@ -59,7 +61,10 @@ pub fn load_paths(paths: &[PathBuf]) -> Loaded {
     }
     for file in files {
         match read_file(&file) {
-            Ok(source) => loaded.manifests.extend(parse_source(source)),
+            Ok(source) => {
+                loaded.sources.push(Arc::clone(&source));
+                loaded.manifests.extend(parse_source(source));
+            }
             Err(error) => loaded.errors.push(error),
         }
     }

@@ -27,25 +27,33 @@ mod api;
 mod audit;
 mod files;
 mod judgement;
+mod kinds;
 mod load;
 mod path;
 mod stream;
+mod suggest;
 mod workload;
 
 pub use audit::{
-    audit, invalid_document, RULES, RULE_INVALID_OBJECT, RULE_INVALID_PATH, RULE_INVALID_YAML,
-    RULE_NOT_GRANTED, RULE_OUTSIDE_ROOT, RULE_PRIVILEGED, RULE_PRIVILEGED_ACCEPTED, RULE_PROTECTED,
-    RULE_SELINUX_TYPE, RULE_SKIPPED, RULE_SKIPPED_FILE, RULE_SKIPPED_NON_LINUX,
-    RULE_SOCKET_OR_DEVICE, RULE_WRITABLE_READ_ONLY, VALID_HOST_PATH_TYPES,
+    audit, audit_workload, invalid_document, RULES, RULE_INVALID_OBJECT, RULE_INVALID_PATH,
+    RULE_INVALID_YAML, RULE_NOT_GRANTED, RULE_OUTSIDE_ROOT, RULE_PRIVILEGED,
+    RULE_PRIVILEGED_ACCEPTED, RULE_PROTECTED, RULE_SELINUX_TYPE, RULE_SKIPPED, RULE_SKIPPED_FILE,
+    RULE_SKIPPED_NON_LINUX, RULE_SOCKET_OR_DEVICE, RULE_WRITABLE_READ_ONLY, VALID_HOST_PATH_TYPES,
 };
 pub use files::{load_paths, FileReadError, Loaded};
 pub use judgement::{
     ClassPath, DomainChoice, DomainKind, DomainRules, HostClassGrant, HostPathRules, MountAccess,
     PathGrant, PrivilegedExceptionRule, ProtectedPath, Protection, Verdict,
 };
+pub use kinds::{PodKind, PodSpecAt, OS_LABELS, PERSISTENT_VOLUME, POD_KINDS};
 pub use load::{parse_source, parse_str};
 pub use path::{HostPathError, NormalPath};
+pub use suggest::{
+    suggest, ChosenDomain, GrantMade, Status, SuggestError, SuggestedFile, Suggestion,
+    WorkloadSuggestion,
+};
 pub use workload::{
-    ContainerKind, HostPathMount, HostPathVolume, InvalidDocument, Invalidity, Manifests,
-    PatchKind, PathOrigin, SkipReason, SkippedFile, SkippedObject, SourceFile, Sourced, Workload,
+    ContainerKind, ContainerSpot, HostPathMount, HostPathVolume, InvalidDocument, Invalidity,
+    Manifests, PatchKind, PathOrigin, SelinuxSpots, SkipReason, SkippedFile, SkippedObject,
+    SourceFile, Sourced, TypeSpot, Workload,
 };

@@ -8,11 +8,13 @@ use std::sync::Arc;
 use serde::de::IgnoredAny;
 use serde_saphyr::{Budget, DuplicateKeyPolicy, MessageFormatter, Spanned, UserMessageFormatter};
 
-use super::api::{self, is_list_kind, RawObject, Spec, WorkloadKind, OS_LABELS};
+use super::api::{self, is_list_kind, RawObject, Spec};
+use super::kinds::{PodKind, PodSpecAt, OS_LABELS};
 use super::stream;
 use super::workload::{
-    ContainerKind, HostPathMount, HostPathVolume, InvalidDocument, Invalidity, Manifests,
-    PatchKind, PathOrigin, SkippedObject, SourceFile, Sourced, Workload,
+    ContainerKind, ContainerSpot, HostPathMount, HostPathVolume, InvalidDocument, Invalidity,
+    Manifests, PatchKind, PathOrigin, SelinuxSpots, SkippedObject, SourceFile, Sourced, TypeSpot,
+    Workload,
 };
 use layout::diag::Pos;
 
@@ -112,7 +114,7 @@ impl Doc<'_> {
         let mut skipped = Vec::new();
         for object in objects {
             let kind = object.value.kind?;
-            if WorkloadKind::of(&kind.value).is_some() || is_list_kind(&kind.value) {
+            if PodKind::named(&kind.value).is_some() || is_list_kind(&kind.value) {
                 return None;
             }
             skipped.push(SkippedObject {
@@ -233,7 +235,7 @@ impl Doc<'_> {
             }
             return;
         }
-        let Some(workload_kind) = WorkloadKind::of(&kind.value) else {
+        let Some(spec_at) = PodKind::named(&kind.value).map(|k| k.spec_at) else {
             out.skipped.push(SkippedObject {
                 source: Arc::clone(self.source),
                 kind: Some(kind),
@@ -242,9 +244,9 @@ impl Doc<'_> {
             });
             return;
         };
-        if workload_kind == WorkloadKind::PersistentVolume {
+        if spec_at == PodSpecAt::Absent {
             let host_path_volumes = spec
-                .and_then(|s| s.host_path)
+                .and_then(|s| s.value.host_path)
                 .map(|host_path| {
                     let (path, path_origin) = self.path_value(host_path.path, &host_path.path_key);
                     HostPathVolume {
@@ -264,28 +266,31 @@ impl Doc<'_> {
                 namespace,
                 host_path_volumes,
                 pinned_os: None,
+                selinux_spots: None,
             });
             return;
         }
-        let pod = match workload_kind {
-            WorkloadKind::Pod => spec,
-            WorkloadKind::Controller => spec
-                .and_then(|s| s.template)
+        let pod = match spec_at {
+            PodSpecAt::Spec => spec,
+            PodSpecAt::SpecTemplate => spec
+                .and_then(|s| s.value.template)
                 .and_then(|t| t.spec.map(|b| *b)),
-            WorkloadKind::CronJob => spec
-                .and_then(|s| s.job_template)
+            PodSpecAt::JobTemplate => spec
+                .and_then(|s| s.value.job_template)
                 .and_then(|j| j.spec)
                 .and_then(|s| s.template)
                 .and_then(|t| t.spec.map(|b| *b)),
-            WorkloadKind::PodTemplate => template.and_then(|t| t.spec.map(|b| *b)),
-            WorkloadKind::PersistentVolume => None,
+            PodSpecAt::Template => template.and_then(|t| t.spec.map(|b| *b)),
+            PodSpecAt::Absent => None,
         };
-        let (host_path_volumes, pinned_os) = match pod {
-            Some(mut pod) => {
+        let (host_path_volumes, pinned_os, selinux_spots) = match pod {
+            Some(pod) => {
+                let spots = self.selinux_spots(&pod);
+                let mut pod = pod.value;
                 let pinned_os = self.pinned_os(&mut pod);
-                (self.host_path_volumes(pod), pinned_os)
+                (self.host_path_volumes(pod), pinned_os, Some(spots))
             }
-            None => (Vec::new(), None),
+            None => (Vec::new(), None, None),
         };
         out.workloads.push(Workload {
             source: Arc::clone(self.source),
@@ -294,7 +299,66 @@ impl Doc<'_> {
             namespace,
             host_path_volumes,
             pinned_os,
+            selinux_spots,
         });
+    }
+
+    /// Where the pod's and its containers' `seLinuxOptions.type` are
+    /// written, or would be.
+    fn selinux_spots(&self, pod: &Spanned<Spec>) -> SelinuxSpots {
+        const POD_KEYS: [&str; 3] = ["securityContext", "seLinuxOptions", "type"];
+        let options_spot = |options: &Spanned<api::SeLinuxOptions>, depth: usize| match &options
+            .value
+            .selinux_type
+        {
+            Some(t) if t.referenced == t.defined => TypeSpot::Value(self.position(&t.referenced)),
+            Some(t) => TypeSpot::Aliased {
+                at: self.position(&t.referenced),
+            },
+            None => self.insert_spot(options, &POD_KEYS[depth..]),
+        };
+        let pod_spot = match &pod.value.security_context {
+            None => self.insert_spot(pod, &POD_KEYS),
+            Some(context) => match &context.value.se_linux_options {
+                None => self.insert_spot(context, &POD_KEYS[1..]),
+                Some(options) => options_spot(options, 2),
+            },
+        };
+        let containers = [
+            (ContainerKind::Init, &pod.value.init_containers),
+            (ContainerKind::Regular, &pod.value.containers),
+            (ContainerKind::Ephemeral, &pod.value.ephemeral_containers),
+        ]
+        .into_iter()
+        .flat_map(|(kind, list)| list.iter().flatten().map(move |c| (kind, c)))
+        .filter_map(|(container_kind, container)| {
+            let options = container
+                .security_context
+                .as_ref()?
+                .se_linux_options
+                .as_ref()?;
+            Some(ContainerSpot {
+                container: container.name.value.clone(),
+                container_kind,
+                spot: options_spot(options, 2),
+            })
+        })
+        .collect();
+        SelinuxSpots {
+            pod: pod_spot,
+            containers,
+        }
+    }
+
+    /// The spot at the start of `mapping`, unless it came through an alias
+    /// or a merge key.
+    fn insert_spot<T>(&self, mapping: &Spanned<T>, missing: &'static [&'static str]) -> TypeSpot {
+        let at = self.position(&mapping.referenced);
+        if mapping.referenced != mapping.defined {
+            TypeSpot::Aliased { at }
+        } else {
+            TypeSpot::Insert { at, missing }
+        }
     }
 
     /// The non-Linux OS the pod spec pins, located at the value that pins
@@ -363,8 +427,8 @@ impl Doc<'_> {
     fn host_path_volumes(&self, pod: Spec) -> Vec<HostPathVolume> {
         let pod_selinux_type = pod
             .security_context
-            .and_then(|sc| sc.se_linux_options)
-            .and_then(|options| options.selinux_type);
+            .and_then(|sc| sc.value.se_linux_options)
+            .and_then(|options| options.value.selinux_type);
         let containers: Vec<(ContainerKind, api::Container)> = [
             (ContainerKind::Init, pod.init_containers),
             (ContainerKind::Regular, pod.containers),
@@ -383,7 +447,10 @@ impl Doc<'_> {
             let mut mounts = Vec::new();
             for (container_kind, container) in &containers {
                 let (privileged, container_selinux) = match &container.security_context {
-                    Some(sc) => (sc.privileged.clone(), sc.se_linux_options.as_ref()),
+                    Some(sc) => (
+                        sc.privileged.clone(),
+                        sc.se_linux_options.as_ref().map(|o| &o.value),
+                    ),
                     None => (None, None),
                 };
                 // The kubelet replaces the pod's seLinuxOptions with the
@@ -458,4 +525,70 @@ fn template_line(text: &str) -> Option<u32> {
     text.lines()
         .position(|line| line.contains("{{"))
         .map(|index| u32::try_from(index + 1).unwrap_or(u32::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spots(yaml: &str) -> SelinuxSpots {
+        let manifests = parse_str("f.yaml", yaml);
+        assert!(manifests.invalid.is_empty(), "{:?}", manifests.invalid);
+        manifests.workloads[0]
+            .selinux_spots
+            .clone()
+            .expect("a pod spec")
+    }
+
+    /// (line, column, missing keys or `None` for a value).
+    fn place(spot: &TypeSpot) -> (u32, u32, Option<&'static [&'static str]>) {
+        match spot {
+            TypeSpot::Value(at) => (at.line, at.column, None),
+            TypeSpot::Insert { at, missing } => (at.line, at.column, Some(*missing)),
+            TypeSpot::Aliased { at } => (at.line, at.column, Some(&["alias"])),
+        }
+    }
+
+    #[test]
+    fn selinux_type_spots_are_where_an_edit_goes() {
+        let daemon_set = "\
+---
+kind: DaemonSet
+spec:
+  template:
+    spec:
+      containers:
+        - name: a
+          securityContext:
+            seLinuxOptions:
+              level: s0
+";
+        let found = spots(daemon_set);
+        assert_eq!(
+            place(&found.pod),
+            (
+                6,
+                7,
+                Some(&["securityContext", "seLinuxOptions", "type"][..])
+            )
+        );
+        assert_eq!(
+            place(&found.containers[0].spot),
+            (10, 15, Some(&["type"][..]))
+        );
+        let typed =
+            spots("kind: Pod\nspec:\n  securityContext: {seLinuxOptions: {type: \"spc_t\"}}\n");
+        assert_eq!(place(&typed.pod), (3, 44, None));
+        let TypeSpot::Value(value) = typed.pod else {
+            unreachable!()
+        };
+        assert_eq!(value.width, 7, "the quotes are part of the value");
+        let flow = spots("kind: Pod\nspec:\n  securityContext: {}\n");
+        assert_eq!(
+            place(&flow.pod),
+            (3, 20, Some(&["seLinuxOptions", "type"][..]))
+        );
+        let aliased = spots("kind: Pod\nspec:\n  securityContext: &sc {runAsUser: 1}\n  x: *sc\n");
+        assert_eq!(place(&aliased.pod).2, Some(&["seLinuxOptions", "type"][..]));
+    }
 }

@@ -39,7 +39,7 @@ impl SourceFile {
         &self.name
     }
 
-    pub(crate) fn text(&self) -> &str {
+    pub fn text(&self) -> &str {
         &self.text
     }
 
@@ -53,6 +53,22 @@ impl SourceFile {
             .map_or(self.text.len(), |next| next - 1);
         let line = self.text.get(start..end)?;
         Some(line.strip_suffix('\r').unwrap_or(line))
+    }
+
+    /// The byte offset of 1-based `line` and character `column` (the
+    /// parser's positions), if the file has it; a column one past the end
+    /// of the line is its end.
+    pub(crate) fn offset(&self, line: u32, column: u32) -> Option<usize> {
+        let index = usize::try_from(line).ok()?.checked_sub(1)?;
+        let start = *self.line_starts.get(index)?;
+        let end = self
+            .line_starts
+            .get(index + 1)
+            .map_or(self.text.len(), |next| next - 1);
+        let text = self.text.get(start..end)?;
+        let skip = usize::try_from(column).ok()?.checked_sub(1)?;
+        let mut chars = text.char_indices().map(|(at, _)| at).chain([text.len()]);
+        chars.nth(skip).map(|at| start + at)
     }
 
     /// `pos` in this file.
@@ -79,6 +95,45 @@ pub struct Workload {
     /// (e.g. `windows`), located at that value. Such a pod never runs on a
     /// Linux node, so its host paths are not this node's.
     pub pinned_os: Option<Sourced<String>>,
+    /// Where the pod template's SELinux type is written, or would be: what
+    /// a tool that sets it edits. `None` for a PersistentVolume and for a
+    /// workload without a pod spec.
+    pub selinux_spots: Option<SelinuxSpots>,
+}
+
+/// The places of a pod template where `seLinuxOptions.type` is decided.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SelinuxSpots {
+    /// `securityContext.seLinuxOptions.type` of the pod spec.
+    pub pod: TypeSpot,
+    /// Containers with a `seLinuxOptions` of their own (which replaces the
+    /// pod's as a whole), in spec order.
+    pub containers: Vec<ContainerSpot>,
+}
+
+/// A container's own `seLinuxOptions`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ContainerSpot {
+    pub container: String,
+    pub container_kind: ContainerKind,
+    pub spot: TypeSpot,
+}
+
+/// Where a `seLinuxOptions.type` is, or where it would be written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TypeSpot {
+    /// The type's value is written here (its width covers any quotes).
+    Value(Pos),
+    /// The deepest mapping present starts at `at` (its first key, or the
+    /// `{` of a flow mapping); `missing` are the keys to write at its start,
+    /// outermost first (`securityContext`, `seLinuxOptions`, `type`).
+    Insert {
+        at: Pos,
+        missing: &'static [&'static str],
+    },
+    /// The mapping comes through a YAML alias or merge key (written at
+    /// `at`): an edit there would change every place using it.
+    Aliased { at: Pos },
 }
 
 impl Workload {

@@ -47,8 +47,8 @@ pub(crate) const LEVELS: [(AccessLevel, &[(&str, &str)]); 5] = [
 /// The permission sets agents' host classes grant beyond the access levels
 /// (docs/agents.md), by the name the generated module gives them after its
 /// prefix: device nodes used, never created; connecting to a socket; other
-/// processes' `/proc/PID` entries.
-pub(crate) const HOST_SETS: [(&str, &[(&str, &str)]); 4] = [
+/// processes' `/proc/PID` entries; and, for the runtime, a mount point.
+pub(crate) const HOST_SETS: [(&str, &[(&str, &str)]); 5] = [
     (
         "device_read",
         &[
@@ -70,6 +70,20 @@ pub(crate) const HOST_SETS: [(&str, &[(&str, &str)]); 4] = [
             ("dir", "getattr open read search"),
             ("file", "getattr open read ioctl lock"),
             ("lnk_file", "getattr read"),
+        ],
+    ),
+    // A hostPath volume's own directory (or file, socket, device node) as
+    // a mount point: runc bind-mounts the volume, then sets its
+    // propagation on the new mount, whose root is the host path itself.
+    // `mounton` opens, reads and writes nothing.
+    (
+        "mountpoint",
+        &[
+            ("dir", "mounton"),
+            ("file", "mounton"),
+            ("sock_file", "mounton"),
+            ("chr_file", "mounton"),
+            ("blk_file", "mounton"),
         ],
     ),
 ];

@@ -545,7 +545,91 @@ pub fn domain_grants(layout: &Layout, index: usize, names: &GrantNames<'_>) -> V
     if !domain.connect.is_empty() {
         groups.push(connect_group(layout, index, &me, names));
     }
+    if let Some(group) = mount_point_group(layout, index, &me, names) {
+        groups.push(group);
+    }
     groups
+}
+
+/// The runtime's mount points: a domain that starts pods or agents may
+/// mount on the types of every path those domains may be given as a
+/// volume (the paths they hold, the unprotected directories they traverse
+/// to them, their host classes' files, sockets and devices) and of the
+/// paths it holds itself. A volume's own type is the mount point runc sets
+/// the volume's propagation on. `mounton` opens, reads and writes nothing,
+/// so a protected type the runtime holds (its lookup of kubelet's
+/// directory) gains no access to its data; one it does not hold gets
+/// nothing.
+fn mount_point_group(
+    layout: &Layout,
+    index: usize,
+    me: &str,
+    names: &GrantNames<'_>,
+) -> Option<GrantGroup> {
+    let domain = layout.domain(index);
+    let started: Vec<usize> = domain
+        .transitions
+        .iter()
+        .copied()
+        .filter(|&i| {
+            let d = layout.domain(i);
+            d.workload || d.agent
+        })
+        .collect();
+    if started.is_empty() {
+        return None;
+    }
+    let mut targets: BTreeSet<String> = BTreeSet::new();
+    for rule in &layout.paths {
+        if rule.access.contains_key(&index) {
+            targets.insert(rule.type_name.clone());
+        }
+        if rule.protected || !started.iter().any(|d| rule.access.contains_key(d)) {
+            continue;
+        }
+        targets.insert(rule.type_name.clone());
+        for ancestor in ancestors(&rule.path) {
+            let Some(owner) = layout.rule_for(ancestor) else {
+                continue;
+            };
+            if owner.protected {
+                break;
+            }
+            targets.insert(owner.type_name.clone());
+        }
+    }
+    for &agent in &started {
+        for grant in &layout.domain(agent).host {
+            for item in (names.grants)(grant.class) {
+                match *item {
+                    Grant::Files(t) | Grant::Device(t, _) | Grant::Socket { socket: t, .. } => {
+                        targets.insert(t.to_owned());
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    let keys: Vec<&str> = started
+        .iter()
+        .map(|&i| layout.domain(i).key.as_str())
+        .collect();
+    Some(GrantGroup {
+        comment: format!(
+            "mount points for the volumes of {} (mounton: no data access)",
+            keys.join(", ")
+        ),
+        allows: targets
+            .into_iter()
+            .map(|target| DomainAllow {
+                source: me.to_owned(),
+                target,
+                permissions: Permissions::Named {
+                    name: (names.set)("mountpoint"),
+                },
+            })
+            .collect(),
+    })
 }
 
 fn capability_group(domain: &Domain, me: &str) -> GrantGroup {

@@ -51,10 +51,17 @@
 //!   fds; that magic link resolves to the object itself, never to a
 //!   symlink's target). A naive walker that stats a name and then writes
 //!   that kind's label by name gives objects another kind's label under an
-//!   exchange loop; `relabel_attacks` shows both. (`getxattrat` and
-//!   `setxattrat` with `AT_EMPTY_PATH`, Linux 6.13, would spare the
-//!   `/proc` walk on that path; rustix does not offer them yet, and this
-//!   crate has no `unsafe` code.)
+//!   exchange loop; `relabel_attacks` shows both. A by-name write checked
+//!   afterwards (the name `statx`ed again, same device, inode and kind)
+//!   would not close that window: two exchanges between the check before
+//!   and the one after leave the same object at the name while the write
+//!   went to the other. Nor do `getxattrat` and `setxattrat` (Linux 6.13)
+//!   spare the `/proc` walk: with `AT_EMPTY_PATH` they refuse an `O_PATH`
+//!   fd (`EBADF`, as `f*xattr` do, still on 6.18). None of this costs the
+//!   usual walk anything: a name whose every kind gets one label (every
+//!   name of a `/var` layout's specs but a few typed ones) is written by
+//!   name, and a pass where every label is wrong makes one `lgetxattr`,
+//!   one `statx` (for the links) and one `lsetxattr` per object.
 //! - **One mount.** An object on another mount than its directory
 //!   (compared by `statx` mount id, and by device) is skipped and counted.
 //!   A directory is opened for listing with `RESOLVE_NO_XDEV` as well, so

@@ -18,8 +18,8 @@ use super::hardlinks::{Deferred, Links, Settled};
 use super::label::{decide, stored_context, Decision};
 use super::seal::{self, SealInputs, SEAL_XATTR};
 use super::{
-    hex, Digests, HardLinkConflict, LabelLookup, LabelScope, MountPolicy, ObjectError, ObjectPath,
-    Observer, Operation, RelabelError, RelabelOptions, Relabeling, Summary, WriteMode,
+    hex, Digests, EntryLabel, HardLinkConflict, LabelLookup, LabelScope, MountPolicy, ObjectError,
+    ObjectPath, Observer, Operation, RelabelError, RelabelOptions, Relabeling, Summary, WriteMode,
     DIGEST_VERSION, DIGEST_XATTR, XATTR_NAME,
 };
 use fsroot::working_dir::{self, DirId};
@@ -265,32 +265,49 @@ struct DirJob<D> {
 
 type Dir<'a, L> = OpenDir<<L as LabelLookup>::Directory<'a>>;
 
-/// The stored `security.selinux` value, `None` if there is none. Uses
-/// `inline` when it fits.
-fn read_label<'b>(
-    handle: Handle<'_>,
-    inline: &'b mut [u8; INLINE_LABEL],
-    heap: &'b mut Vec<u8>,
-) -> rustix::io::Result<Option<&'b [u8]>> {
-    match handle.get(XATTR_NAME, inline) {
-        Ok(len) => return Ok(Some(&inline[..len])),
-        Err(Errno::NODATA) => return Ok(None),
-        Err(Errno::RANGE) => {}
-        Err(errno) => return Err(errno),
+/// Room for one stored `security.selinux` value: on the stack when it
+/// fits (most contexts do), on the heap when it is longer.
+struct LabelBuffer {
+    inline: [u8; INLINE_LABEL],
+    heap: Vec<u8>,
+}
+
+impl LabelBuffer {
+    fn new() -> Self {
+        Self {
+            inline: [0; INLINE_LABEL],
+            heap: Vec::new(),
+        }
     }
-    // Longer than the inline buffer; it may change between the calls.
-    loop {
-        let size = match handle.size(XATTR_NAME) {
-            Ok(size) => size,
-            Err(Errno::NODATA) => return Ok(None),
+
+    /// The context stored on the object behind `handle`, as
+    /// [`stored_context`] compares it: `None` if it has none.
+    fn read(&mut self, handle: Handle<'_>) -> rustix::io::Result<Option<&[u8]>> {
+        let raw = match handle.get(XATTR_NAME, &mut self.inline) {
+            Ok(len) => Some(&self.inline[..len]),
+            Err(Errno::NODATA) => None,
+            Err(Errno::RANGE) => self.read_long(handle)?,
             Err(errno) => return Err(errno),
         };
-        heap.resize(size, 0);
-        match handle.get(XATTR_NAME, heap) {
-            Ok(len) => return Ok(Some(&heap[..len])),
-            Err(Errno::NODATA) => return Ok(None),
-            Err(Errno::RANGE) => continue,
-            Err(errno) => return Err(errno),
+        Ok(raw.and_then(stored_context))
+    }
+
+    /// A value longer than the inline buffer; it may change between the
+    /// calls.
+    fn read_long(&mut self, handle: Handle<'_>) -> rustix::io::Result<Option<&[u8]>> {
+        loop {
+            let size = match handle.size(XATTR_NAME) {
+                Ok(size) => size,
+                Err(Errno::NODATA) => return Ok(None),
+                Err(errno) => return Err(errno),
+            };
+            self.heap.resize(size, 0);
+            match handle.get(XATTR_NAME, &mut self.heap) {
+                Ok(len) => return Ok(Some(&self.heap[..len])),
+                Err(Errno::NODATA) => return Ok(None),
+                Err(Errno::RANGE) => continue,
+                Err(errno) => return Err(errno),
+            }
         }
     }
 }
@@ -868,7 +885,7 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
         match Meta::at(&dir.fd, name) {
             // Replaced by a directory since it was listed.
             Ok(meta) if meta.kind == FileType::Directory => self.spawn_dir(scope, dir, name),
-            Ok(meta) => self.label_named(dir, name, &meta, None, tally),
+            Ok(meta) => self.label_named(dir, name, &meta, None, None, tally),
             Err(errno) => {
                 let path = ObjectPath::entry(&dir.path, name.to_bytes());
                 self.fail(path, Operation::Stat, errno, tally)
@@ -903,10 +920,9 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
             return;
         };
         let handle = working_dir::entry(dir.fd.as_fd(), dir.id, name);
-        let mut inline = [0u8; INLINE_LABEL];
-        let mut heap = Vec::new();
-        let stored = match read_label(handle, &mut inline, &mut heap) {
-            Ok(raw) => raw.and_then(stored_context),
+        let mut buffer = LabelBuffer::new();
+        let stored = match buffer.read(handle) {
+            Ok(stored) => stored,
             // Gone since it was listed: counted as vanished only.
             Err(Errno::NOENT) => return tally.vanished += 1,
             Err(errno) => {
@@ -923,10 +939,13 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
         match Meta::at(&dir.fd, name) {
             // Replaced by a directory since it was listed.
             Ok(meta) if meta.kind == FileType::Directory => self.spawn_dir(scope, dir, name),
-            // What was read is reused only for the kind it was compared as.
+            // What was read is reused only for the kind it was compared
+            // as; the lookup as well, unless every kind gets its label.
             Ok(meta) => {
-                let read = (meta.kind == listed).then_some(stored);
-                self.label_named(dir, name, &meta, read, tally)
+                let same_kind = meta.kind == listed;
+                let read = same_kind.then_some(stored);
+                let looked_up = (same_kind || expected.every_kind).then_some(expected);
+                self.label_named(dir, name, &meta, read, looked_up, tally)
             }
             Err(errno) => self.fail(path, Operation::Stat, errno, tally),
         }
@@ -945,13 +964,16 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
     /// the entry is labelled through its own `O_PATH` fd instead, as what
     /// it is by then: read, decided and written through that one fd.
     ///
-    /// `read`: the stored label, if the caller has just read it by name.
+    /// `read`: the stored label, if the caller has just read it by name;
+    /// `looked_up`: the label, if the caller has just looked it up for
+    /// this kind.
     fn label_named(
         &self,
         dir: &Dir<'a, L>,
         name: &CStr,
         meta: &Meta,
         read: Option<Option<&[u8]>>,
+        looked_up: Option<EntryLabel<'a>>,
         tally: &mut Tally,
     ) {
         let path = ObjectPath::entry(&dir.path, name.to_bytes());
@@ -968,20 +990,20 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
             return through_fd(tally);
         }
         tally.examined += 1;
-        let expected = self
-            .labels
-            .entry_label_with_scope(&dir.labels, name.to_bytes(), kind);
+        let expected = looked_up.unwrap_or_else(|| {
+            self.labels
+                .entry_label_with_scope(&dir.labels, name.to_bytes(), kind)
+        });
         let Some(context) = expected.context else {
             tally.no_label += 1;
             return;
         };
         let handle = working_dir::entry(dir.fd.as_fd(), dir.id, name);
-        let mut inline = [0u8; INLINE_LABEL];
-        let mut heap = Vec::new();
+        let mut buffer = LabelBuffer::new();
         let stored = match read {
             Some(stored) => stored,
-            None => match read_label(handle, &mut inline, &mut heap) {
-                Ok(raw) => raw.and_then(stored_context),
+            None => match buffer.read(handle) {
+                Ok(stored) => stored,
                 Err(errno) => return self.fail(path, Operation::ReadLabel, errno, tally),
             },
         };
@@ -1069,10 +1091,9 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
             return Descend::Yes;
         };
         let linked = kind != FileKind::Dir && meta.nlink > 1;
-        let mut inline = [0u8; INLINE_LABEL];
-        let mut heap = Vec::new();
-        let stored = match read_label(handle, &mut inline, &mut heap) {
-            Ok(raw) => raw.and_then(stored_context),
+        let mut buffer = LabelBuffer::new();
+        let stored = match buffer.read(handle) {
+            Ok(stored) => stored,
             Err(errno) => {
                 self.fail(path, Operation::ReadLabel, errno, tally);
                 return if errno == Errno::OPNOTSUPP {
@@ -1200,10 +1221,9 @@ impl<'a, L: LabelLookup + ?Sized> Walker<'a, L> {
             }
         };
         let handle = entry.handle();
-        let mut inline = [0u8; INLINE_LABEL];
-        let mut heap = Vec::new();
-        let stored = match read_label(handle, &mut inline, &mut heap) {
-            Ok(raw) => raw.and_then(stored_context),
+        let mut buffer = LabelBuffer::new();
+        let stored = match buffer.read(handle) {
+            Ok(stored) => stored,
             Err(errno) => {
                 self.fail(path, Operation::ReadLabel, errno, tally);
                 return false;

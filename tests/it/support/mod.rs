@@ -156,31 +156,8 @@ pub fn libsepol_verdict(
     class: &str,
     perm: &str,
 ) -> String {
-    // Debian's python3-selinux installs for the system interpreter only.
-    let python = Path::new("/usr/bin/python3");
-    assert!(
-        python.is_file(),
-        "/usr/bin/python3 missing: apt-get install python3-selinux"
-    );
-    let script = r#"
-import sys
-try:
-    import selinux.audit2why as a
-except ImportError:
-    sys.exit("python3-selinux is missing: apt-get install python3-selinux")
-policy, source, target, tclass, perm = sys.argv[1:]
-a.init(policy)
-rc, _ = a.analyze(source, target, tclass, [perm])
-names = {a.ALLOW: "allow", a.CONSTRAINT: "constraint", a.TERULE: "terule", a.BOOLEAN: "boolean", a.BADTCON: "badtcon", a.BADSCON: "badscon"}
-print(names.get(rc, rc))
-"#;
-    let mut command = Command::new(python);
-    command
-        .args(["-c", script])
-        .arg(policy)
-        .args([source, target, class, perm])
-        .stdin(Stdio::null());
-    run_ok(&mut command).trim().to_owned()
+    let query = [source, target, class, perm].map(str::to_owned);
+    libsepol_verdicts(policy, &[query]).remove(0)
 }
 
 /// The 1-based line of the first `line` after the line holding `after` in
@@ -208,6 +185,7 @@ pub fn etcd_protected_line() -> usize {
 /// each `(source, target, class, perm)` (full contexts) gets its verdict
 /// name, in order.
 pub fn libsepol_verdicts(policy: &Path, queries: &[[String; 4]]) -> Vec<String> {
+    // Debian's python3-selinux installs for the system interpreter only.
     let python = Path::new("/usr/bin/python3");
     assert!(
         python.is_file(),

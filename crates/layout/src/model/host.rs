@@ -93,6 +93,19 @@ pub struct HostPath {
 }
 
 impl HostPath {
+    /// How specific it is: where several classes cover a path, only those
+    /// whose covering host path is the most specific decide
+    /// ([`classes_for`]). Longer host paths are more specific; at one
+    /// length an exact path beats a name prefix, which beats a subtree.
+    pub fn specificity(&self) -> (usize, u8) {
+        let rank = match self.scope {
+            Scope::Exact => 2,
+            Scope::NamePrefix => 1,
+            Scope::Subtree => 0,
+        };
+        (self.path.len(), rank)
+    }
+
     /// Whether a hostPath volume naming `path` (absolute, normalised) is
     /// this host path or lies within what it covers.
     pub fn covers(&self, path: &str) -> bool {
@@ -569,24 +582,13 @@ pub fn classes_for(path: &str) -> Vec<(&'static HostClass, &'static HostPath)> {
         .filter_map(|class| {
             class
                 .covering(path)
-                .max_by_key(|host| specificity(host))
+                .max_by_key(|host| host.specificity())
                 .map(|host| (class, host))
         })
         .collect();
-    let best = found.iter().map(|(_, host)| specificity(host)).max();
-    found.retain(|(_, host)| Some(specificity(host)) == best);
+    let best = found.iter().map(|(_, host)| host.specificity()).max();
+    found.retain(|(_, host)| Some(host.specificity()) == best);
     found
-}
-
-/// Longer host paths are more specific; at one length an exact path beats
-/// a name prefix, which beats a subtree.
-fn specificity(host: &HostPath) -> (usize, u8) {
-    let rank = match host.scope {
-        Scope::Exact => 2,
-        Scope::NamePrefix => 1,
-        Scope::Subtree => 0,
-    };
-    (host.path.len(), rank)
 }
 
 #[cfg(test)]
