@@ -122,6 +122,12 @@ pub fn run(request: Request) -> Result<u8> {
     );
     let build = store::build(&baseline, &parsed, &options)?;
     let report = &build.report;
+    if baseline.verified_earlier() {
+        eprintln!(
+            "semanifest: the store as it is was compiled and verified by an earlier build \
+             (cached by content; SEMANIFEST_CACHE_DIR=off compiles it again)"
+        );
+    }
     if let Some(why) = report.verification.unverified() {
         eprintln!("semanifest: warning: the prediction is not verified: {why}");
     }

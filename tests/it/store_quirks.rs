@@ -150,6 +150,78 @@ fn a_store_that_breaks_its_own_neverallows_is_honoured_under_expand_check_0() {
     assert!(stderr(&output).contains("shadow_t"), "{}", stderr(&output));
 }
 
+/// The second build against an unchanged store takes what the first
+/// verified from the cache (keyed by the store's content) and compiles
+/// store + module once, with the store's own broken neverallow voided:
+/// every output is byte for byte the first build's. Control: a changed
+/// store is a miss, and a build without the cache says nothing of it.
+#[test]
+fn a_second_build_reuses_the_verified_store_and_writes_the_same_bytes() {
+    let store = store_with(&[("quirkshadow", BREAKS_A_BASE_NEVERALLOW)]);
+    let cache = tempfile::tempdir().unwrap();
+    let build_cached = |store: &Path, out: &Path| {
+        let output = run(semanifest()
+            .env("SEMANIFEST_CACHE_DIR", cache.path())
+            .args(["build", "--target", "module", "--against"])
+            .arg(store)
+            .arg("--out")
+            .arg(out));
+        assert!(output.status.success(), "{}", stderr(&output));
+        stderr(&output)
+    };
+    const EARLIER: &str = "verified by an earlier build";
+    let first = tempfile::tempdir().unwrap();
+    assert!(!build_cached(store.path(), first.path()).contains(EARLIER));
+    let second = tempfile::tempdir().unwrap();
+    assert!(build_cached(store.path(), second.path()).contains(EARLIER));
+    // The reports name the store's path, which is another one.
+    let mut reports = [report(first.path()), report(second.path())];
+    for report in &mut reports {
+        report.as_object_mut().unwrap().remove("store");
+    }
+    assert_eq!(reports[0], reports[1]);
+    for name in ["policy.33", "file_contexts", &format!("{MODULE}.cil")] {
+        assert_eq!(
+            fs::read(first.path().join(name)).unwrap(),
+            fs::read(second.path().join(name)).unwrap(),
+            "{name} differs"
+        );
+    }
+    let report = report(second.path());
+    assert_eq!(report["verification"]["result"], "identical");
+    // The base's neverallow, named by module and line, not by a
+    // temporary copy.
+    let at = report["proof"]["store_violations"][0]["at"]
+        .as_str()
+        .unwrap();
+    assert!(at.starts_with("base.cil:"), "{at}");
+
+    // Control: the cache is off, or the store changed: compiled again.
+    let off = tempfile::tempdir().unwrap();
+    let output = run(semanifest()
+        .env("SEMANIFEST_CACHE_DIR", "off")
+        .args(["build", "--target", "module", "--against"])
+        .arg(store.path())
+        .arg("--out")
+        .arg(off.path()));
+    assert!(!stderr(&output).contains(EARLIER), "{}", stderr(&output));
+    let changed = store_with(&[
+        ("quirkshadow", BREAKS_A_BASE_NEVERALLOW),
+        (
+            "quirkother",
+            "(type quirk_other_t)\n(roletype object_r quirk_other_t)\n",
+        ),
+    ]);
+    let output = run(semanifest()
+        .env("SEMANIFEST_CACHE_DIR", cache.path())
+        .args(["build", "--target", "module", "--against"])
+        .arg(changed.path())
+        .arg("--out")
+        .arg(tempfile::tempdir().unwrap().path()));
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(!stderr(&output).contains(EARLIER), "{}", stderr(&output));
+}
+
 #[test]
 fn map_under_a_boolean_is_not_access_to_data_and_the_report_says_what_it_is() {
     // Fedora's base: every domain may map every file type while

@@ -87,6 +87,47 @@ pub fn declarations<'a>(cil: &'a str, keyword: &str) -> BTreeSet<&'a str> {
     names
 }
 
+/// What one pass over a module finds (see [`scan`]).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Scanned<'a> {
+    /// Names declared by `(type NAME)`.
+    pub types: BTreeSet<&'a str>,
+    /// Names declared by `(typeattribute NAME)`.
+    pub attributes: BTreeSet<&'a str>,
+    /// The path regex of every `(filecon "REGEX" …)`, in order.
+    pub filecons: Vec<&'a str>,
+}
+
+/// [`declarations`] of `type` and `typeattribute` and [`filecon_paths`]
+/// in one pass: a store's modules are megabytes of CIL.
+pub fn scan(cil: &str) -> Scanned<'_> {
+    let mut scanned = Scanned::default();
+    // The last four tokens, oldest first.
+    let mut last: [Option<Token<'_>>; 4] = [None; 4];
+    for token in Tokens::new(cil) {
+        last.rotate_left(1);
+        last[3] = Some(token);
+        match last {
+            [Some(Token::Open), Some(Token::Atom(head)), Some(Token::Atom(name)), Some(Token::Close)] => {
+                match head {
+                    "type" => {
+                        scanned.types.insert(name);
+                    }
+                    "typeattribute" => {
+                        scanned.attributes.insert(name);
+                    }
+                    _ => {}
+                }
+            }
+            [_, Some(Token::Open), Some(Token::Atom("filecon")), Some(Token::Quoted(path))] => {
+                scanned.filecons.push(path);
+            }
+            _ => {}
+        }
+    }
+    scanned
+}
+
 /// The path regex of every `(filecon "REGEX" …)`, in order.
 pub fn filecon_paths(cil: &str) -> Vec<&str> {
     let tokens: Vec<Token<'_>> = Tokens::new(cil).collect();
@@ -123,6 +164,14 @@ mod tests {
         );
         assert_eq!(declarations(cil, "typeattribute"), BTreeSet::from(["attr"]));
         assert_eq!(filecon_paths(cil), ["/(type quoted_t)"]);
+        assert_eq!(
+            scan(cil),
+            Scanned {
+                types: declarations(cil, "type"),
+                attributes: declarations(cil, "typeattribute"),
+                filecons: filecon_paths(cil),
+            }
+        );
     }
 
     #[test]
@@ -135,5 +184,16 @@ mod tests {
         );
         assert!(declarations("", "type").is_empty());
         assert_eq!(filecon_paths("(filecon \"/unterminated"), ["/unterminated"]);
+        for text in [
+            "(type",
+            "\"(type x_t)",
+            "(type x_t))) (",
+            "",
+            "(filecon \"/u",
+        ] {
+            let scanned = scan(text);
+            assert_eq!(scanned.types, declarations(text, "type"));
+            assert_eq!(scanned.filecons, filecon_paths(text));
+        }
     }
 }

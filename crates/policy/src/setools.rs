@@ -1,10 +1,21 @@
 //! Reading a compiled policy back with setools (`seinfo`, `sesearch`):
 //! independent of our own CIL generation, so what it reports is what the
 //! kernel would load, `--include`d files and a store's modules included.
+//!
+//! Every query of a run goes to one setools process (Python, the
+//! interpreter the `sesearch` command runs with) that loads each policy
+//! once: a command would load the policy and start Python again for each
+//! query, and sesearch's own rule filter matches every rule against a
+//! regex, where the session compares names (one pass over the rules). Its
+//! answers are the commands' output, byte for byte (the tests compare
+//! them); a query it does not know, or a session that cannot start, runs
+//! the command itself.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
-use std::process::Command;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::Mutex;
 
 /// A setools program could not run, or failed.
 #[derive(Debug, thiserror::Error)]
@@ -14,9 +25,127 @@ pub struct SetoolsError {
     pub detail: String,
 }
 
-/// Runs `tool` (`seinfo` or `sesearch`) with `args` on `policy`; its
-/// standard output.
+/// What `tool` (`seinfo` or `sesearch`) prints with `args` on `policy`:
+/// answered by the run's setools session when it can, else by the command.
 pub fn run(tool: &'static str, args: &[&str], policy: &Path) -> Result<String, SetoolsError> {
+    match session_query(tool, args, policy) {
+        Answer::Out(text) => Ok(text),
+        Answer::Failed(detail) => Err(SetoolsError { tool, detail }),
+        Answer::Unavailable => run_command(tool, args, policy),
+    }
+}
+
+/// The Python program of the session.
+const SESSION: &str = include_str!("setools_session.py");
+
+/// The run's setools session: started at the first query, kept until the
+/// process exits (it ends when its standard input closes). `None` inside
+/// once it could not start or broke: the commands answer from then on.
+static SESSION_PROCESS: Mutex<Option<Option<Session>>> = Mutex::new(None);
+
+struct Session {
+    _child: Child,
+    input: ChildStdin,
+    output: BufReader<ChildStdout>,
+}
+
+enum Answer {
+    Out(String),
+    Failed(String),
+    /// No session, or a query it does not answer.
+    Unavailable,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Reply {
+    Out(String),
+    /// The query, which the command answers instead.
+    Unsupported(#[allow(dead_code)] String),
+    Error(String),
+}
+
+impl Session {
+    /// Starts the session with the interpreter `sesearch` runs with.
+    fn start() -> Option<Session> {
+        let python = setools_python()?;
+        let mut child = Command::new(&python)
+            .args(["-c", SESSION])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        let input = child.stdin.take()?;
+        let output = BufReader::new(child.stdout.take()?);
+        Some(Session {
+            _child: child,
+            input,
+            output,
+        })
+    }
+
+    fn ask(&mut self, tool: &str, args: &[&str], policy: &Path) -> std::io::Result<Reply> {
+        let request = serde_json::json!({
+            "tool": tool,
+            "args": args,
+            "policy": policy.to_str().ok_or(std::io::ErrorKind::InvalidInput)?,
+        });
+        writeln!(self.input, "{request}")?;
+        self.input.flush()?;
+        let mut line = String::new();
+        if self.output.read_line(&mut line)? == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        serde_json::from_str(&line).map_err(std::io::Error::other)
+    }
+}
+
+fn session_query(tool: &str, args: &[&str], policy: &Path) -> Answer {
+    let Ok(mut guard) = SESSION_PROCESS.lock() else {
+        return Answer::Unavailable;
+    };
+    let Some(session) = guard.get_or_insert_with(Session::start) else {
+        return Answer::Unavailable;
+    };
+    match session.ask(tool, args, policy) {
+        Ok(Reply::Out(text)) => Answer::Out(text),
+        Ok(Reply::Error(detail)) => Answer::Failed(detail),
+        Ok(Reply::Unsupported(_)) => Answer::Unavailable,
+        Err(_) => {
+            // A broken session: the commands take over.
+            *guard = Some(None);
+            Answer::Unavailable
+        }
+    }
+}
+
+/// The Python interpreter the `sesearch` on `PATH` runs with (its `#!`
+/// line), which has the setools it ships with.
+fn setools_python() -> Option<PathBuf> {
+    let sesearch = std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join("sesearch"))
+        .find(|path| path.is_file())?;
+    let mut first = String::new();
+    BufReader::new(std::fs::File::open(sesearch).ok()?)
+        .read_line(&mut first)
+        .ok()?;
+    let mut words = first.strip_prefix("#!")?.split_whitespace();
+    let mut interpreter = words.next()?;
+    if interpreter.ends_with("/env") {
+        interpreter = words.next()?;
+    }
+    interpreter
+        .contains("python")
+        .then(|| PathBuf::from(interpreter))
+}
+
+/// Runs the command `tool` with `args` on `policy`; its standard output.
+pub fn run_command(
+    tool: &'static str,
+    args: &[&str],
+    policy: &Path,
+) -> Result<String, SetoolsError> {
     let output = Command::new(tool)
         .arg(policy)
         .args(args)
@@ -113,6 +242,60 @@ pub fn allow_pairs(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Debian's policy (package selinux-policy-default, in `.ci/packages`).
+    const DEBIAN_POLICY: &str = "/etc/selinux/default/policy/policy.33";
+
+    #[test]
+    fn the_session_answers_as_the_commands_do() {
+        let policy = Path::new(DEBIAN_POLICY);
+        assert!(
+            policy.is_file(),
+            "{DEBIAN_POLICY} missing: apt-get install selinux-policy-default"
+        );
+        let classes = "dir,file,lnk_file,chr_file,blk_file,sock_file,fifo_file";
+        let queries: [(&'static str, &[&str]); 7] = [
+            ("seinfo", &["-x", "-t", "-a", "-c", "--common", "-b"]),
+            ("seinfo", &["-x", "-a"]),
+            ("seinfo", &["-a", "-x"]),
+            ("sesearch", &["-A"]),
+            (
+                "sesearch",
+                &["-A", "-c", "process", "-p", "transition,dyntransition"],
+            ),
+            (
+                "sesearch",
+                &[
+                    "-A",
+                    "-rt",
+                    "-t",
+                    "^(var_log_t|var_lib_t|shadow_t)$",
+                    "-c",
+                    classes,
+                ],
+            ),
+            (
+                "sesearch",
+                &["-A", "-rt", "-t", "^(no_such_t)$", "-c", classes],
+            ),
+        ];
+        for (tool, args) in queries {
+            let Answer::Out(answered) = session_query(tool, args, policy) else {
+                panic!("the session did not answer {tool} {args:?}");
+            };
+            let command = run_command(tool, args, policy).unwrap();
+            assert!(command.lines().count() > 0 || args.contains(&"^(no_such_t)$"));
+            assert_eq!(answered, command, "{tool} {args:?}");
+        }
+        // Control: a form it does not know is left to the command.
+        assert!(matches!(
+            session_query("sesearch", &["-A", "-s", "init_t"], policy),
+            Answer::Unavailable
+        ));
+        assert!(run("sesearch", &["-A", "-s", "init_t"], policy)
+            .unwrap()
+            .contains("allow init_t "));
+    }
 
     #[test]
     fn reads_conditional_allow_lines() {

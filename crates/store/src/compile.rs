@@ -5,10 +5,12 @@
 //! directory template. Neverallows are checked as the store checks them
 //! (`expand-check`) for the prediction, and always for the proof.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::open::{Form, Settings, Store};
+use super::proof::StoreViolation;
 use super::StoreError;
 use policy::secilc::{self, Flags, Invocation};
 
@@ -77,16 +79,25 @@ pub(crate) struct Refused {
     pub output: String,
 }
 
+/// Which neverallows a compilation checks. The binary is the same either
+/// way; only whether secilc refuses differs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Neverallows {
+    /// As libsemanage does for the store: only with `expand-check` on.
+    AsStore,
+    /// Every one, whatever the store says (a proof).
+    Checked,
+}
+
 /// Compiles `inputs` (sorted here by name, as libsemanage does) into
-/// `out_dir/policy.33` and `out_dir/file_contexts`, checking neverallows
-/// only when the store's `expand-check` says libsemanage would: the
-/// binary is the same either way, and a store with `expand-check=0` may
-/// break its own.
+/// `out_dir/policy.33` and `out_dir/file_contexts`, with the store's
+/// settings (optimisation included) and `neverallows` checked as asked.
 pub(crate) fn compile(
     secilc_path: &Path,
     settings: &Settings,
     inputs: &[Input],
     out_dir: &Path,
+    neverallows: Neverallows,
 ) -> Result<Result<Compiled, Refused>, StoreError> {
     fs::create_dir_all(out_dir).map_err(|error| StoreError::io(out_dir, error))?;
     let policy = out_dir.join("policy.33");
@@ -96,7 +107,7 @@ pub(crate) fn compile(
         inputs: in_order(inputs),
         policy_out: &policy,
         file_contexts_out: &all_contexts,
-        disable_neverallow: !settings.expand_check,
+        disable_neverallow: neverallows == Neverallows::AsStore && !settings.expand_check,
         flags: flags(settings),
     })?;
     if !outcome.success {
@@ -116,29 +127,127 @@ pub(crate) fn compile(
     }))
 }
 
-/// Compiles `inputs` with every neverallow checked, whatever the store's
-/// `expand-check` says: the proof, whose binary is not kept (so it is not
-/// optimised either, which changes no verdict).
-pub(crate) fn check_neverallows(
-    secilc_path: &Path,
-    settings: &Settings,
+/// `inputs`, with each neverallow of `broken` voided in a copy written
+/// into `dir`: its permissions become `(and P (not P))`, the empty set.
+/// It still names the attributes it named, so secilc keeps exactly the
+/// same attributes and writes the same binary (the tests compare it with
+/// what `semodule` installs), but it can no longer fail: store + module
+/// then compile with every other neverallow checked, the prediction and
+/// the proof in one compilation. `None` when one of them is not a plain
+/// `(neverallow SOURCE TARGET (CLASS (PERMS…)))` alone on its line.
+pub(crate) fn void_neverallows(
     inputs: &[Input],
-    out_dir: &Path,
-) -> Result<secilc::SecilcOutput, StoreError> {
-    fs::create_dir_all(out_dir).map_err(|error| StoreError::io(out_dir, error))?;
-    let output = secilc::run(&Invocation {
-        secilc: secilc_path,
-        inputs: in_order(inputs),
-        policy_out: &out_dir.join("policy.33"),
-        file_contexts_out: &out_dir.join("file_contexts.all"),
-        disable_neverallow: false,
-        flags: Flags {
-            optimize: false,
-            ..flags(settings)
-        },
-    })?;
-    let _ = fs::remove_dir_all(out_dir);
-    Ok(output)
+    broken: &[StoreViolation],
+    dir: &Path,
+) -> Result<Option<Vec<Input>>, StoreError> {
+    let mut lines: BTreeMap<usize, BTreeSet<usize>> = BTreeMap::new();
+    for violation in broken {
+        let Some((file, line)) = violation.location() else {
+            return Ok(None);
+        };
+        // A module not compiled here (one the build replaces) needs nothing.
+        if let Some(index) = inputs.iter().position(|input| input_is(input, file)) {
+            lines.entry(index).or_default().insert(line);
+        }
+    }
+    if lines.is_empty() {
+        return Ok(Some(inputs.to_vec()));
+    }
+    fs::create_dir_all(dir).map_err(|error| StoreError::io(dir, error))?;
+    let mut voided = inputs.to_vec();
+    for (index, numbers) in lines {
+        let input = &inputs[index];
+        let text = fs::read_to_string(&input.path).map_err(|e| StoreError::io(&input.path, e))?;
+        let mut out = String::with_capacity(text.len() + 64 * numbers.len());
+        for (number, line) in text.split_inclusive('\n').enumerate() {
+            if numbers.contains(&(number + 1)) {
+                let Some(void) = void_line(line) else {
+                    return Ok(None);
+                };
+                out.push_str(&void);
+            } else {
+                out.push_str(line);
+            }
+        }
+        let copy_dir = dir.join(index.to_string());
+        fs::create_dir_all(&copy_dir).map_err(|error| StoreError::io(&copy_dir, error))?;
+        let file = copy_dir.join(format!("{}.cil", input.name.replace('/', "_")));
+        fs::write(&file, out).map_err(|error| StoreError::io(&file, error))?;
+        voided[index].path = file;
+    }
+    Ok(Some(voided))
+}
+
+/// Whether `file` (as a violation names it) is `input`'s file.
+pub(crate) fn input_is(input: &Input, file: &str) -> bool {
+    input.path.as_os_str() == file || input.path.file_name().is_some_and(|name| name == file)
+}
+
+/// The line with its one `(neverallow S T (CLASS (PERMS)))` voided.
+fn void_line(line: &str) -> Option<String> {
+    let start = line.find("(neverallow ")?;
+    if line[start + 1..].contains("(neverallow ") {
+        return None;
+    }
+    let end = start + list_end(&line[start..])?;
+    let items = list_items(&line[start + 1..end - 1])?;
+    let [keyword, source, target, classperms] = items.as_slice() else {
+        return None;
+    };
+    if *keyword != "neverallow" || !classperms.starts_with('(') {
+        return None;
+    }
+    let inner = list_items(&classperms[1..classperms.len() - 1])?;
+    let [class, perms] = inner.as_slice() else {
+        return None;
+    };
+    if !perms.starts_with('(') || class.starts_with('(') {
+        return None;
+    }
+    Some(format!(
+        "{}(neverallow {source} {target} ({class} (and {perms} (not {perms})))){}",
+        &line[..start],
+        &line[end..]
+    ))
+}
+
+/// The length of the list `text` starts with, closing parenthesis included.
+fn list_end(text: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    for (at, c) in text.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(at + 1);
+                }
+            }
+            '"' | ';' => return None,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The items of a list's inside: atoms and whole sub-lists.
+fn list_items(text: &str) -> Option<Vec<&str>> {
+    let mut items = Vec::new();
+    let mut rest = text.trim_start();
+    while !rest.is_empty() {
+        let len = if rest.starts_with('(') {
+            list_end(rest)?
+        } else {
+            rest.find(|c: char| c.is_whitespace() || c == '(' || c == ')')
+                .unwrap_or(rest.len())
+        };
+        if len == 0 {
+            return None;
+        }
+        items.push(&rest[..len]);
+        rest = rest[len..].trim_start();
+    }
+    Some(items)
 }
 
 /// The input files in libsemanage's order: `strcmp` of the module names.
@@ -179,6 +288,26 @@ pub(crate) fn same_bytes(a: &Path, b: &Path) -> Result<bool, StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_neverallow_is_voided_in_place_keeping_what_it_names() {
+        assert_eq!(
+            void_line("(neverallow base_typeattr_1 memory_device_t (chr_file (read write)))\n").as_deref(),
+            Some("(neverallow base_typeattr_1 memory_device_t (chr_file (and (read write) (not (read write)))))\n")
+        );
+        assert_eq!(
+            void_line("  (neverallow (not a) b (file (all)))").as_deref(),
+            Some("  (neverallow (not a) b (file (and (all) (not (all)))))")
+        );
+        // Named permission sets, two statements on a line, comments: not voided.
+        assert_eq!(void_line("(neverallow a b cps)"), None);
+        assert_eq!(
+            void_line("(neverallow a b (file (read))) (neverallow a c (file (read)))"),
+            None
+        );
+        assert_eq!(void_line("(neverallow a b (file (read ; x"), None);
+        assert_eq!(void_line("(allow a b (file (read)))"), None);
+    }
 
     #[test]
     fn template_lines_are_split_off_like_libsemanage() {

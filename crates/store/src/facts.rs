@@ -5,10 +5,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+use super::cache::{self, Cache};
 use super::open::Store;
 use super::StoreError;
 use policy::cil_scan;
-use policy::setools::{self, allow_pairs, SetoolsError};
+use policy::setools::{allow_pairs, SetoolsError};
 
 /// The module libsemanage treats as the base: names it declares are always
 /// there, so references to them need no `optional` block.
@@ -50,19 +51,21 @@ pub struct Facts {
 impl Facts {
     /// Reads `policy` (the store compiled without our module) and scans the
     /// store's modules.
-    pub(crate) fn read(store: &Store, policy: &Path) -> Result<Facts, StoreError> {
+    pub(crate) fn read(store: &Store, policy: &Path, cache: &Cache) -> Result<Facts, StoreError> {
         let mut facts = Facts::default();
         // Two independent readers of the same file: run them side by side.
         let (names, transitions) = std::thread::scope(|scope| {
             let names = scope.spawn(|| {
-                setools::run(
+                cache::setools(
+                    cache,
                     "seinfo",
                     &["-x", "-t", "-a", "-c", "--common", "-b"],
                     policy,
                 )
             });
             let transitions = scope.spawn(|| {
-                setools::run(
+                cache::setools(
+                    cache,
                     "sesearch",
                     &["-A", "-c", "process", "-p", "transition,dyntransition"],
                     policy,
@@ -83,15 +86,14 @@ impl Facts {
         }
         for module in &store.modules {
             let cil = String::from_utf8_lossy(&module.cil);
-            for keyword in ["type", "typeattribute"] {
-                for name in cil_scan::declarations(&cil, keyword) {
-                    facts
-                        .providers
-                        .entry(name.to_owned())
-                        .or_insert_with(|| module.name.clone());
-                }
+            let scanned = cil_scan::scan(&cil);
+            for name in scanned.types.into_iter().chain(scanned.attributes) {
+                facts
+                    .providers
+                    .entry(name.to_owned())
+                    .or_insert_with(|| module.name.clone());
             }
-            for regex in cil_scan::filecon_paths(&cil) {
+            for regex in scanned.filecons {
                 facts
                     .filecon_modules
                     .entry(regex.to_owned())

@@ -9,6 +9,7 @@
 //! `expand-check` says, and every claim about labels is proven by looking
 //! keys up in the predicted `file_contexts`.
 
+mod cache;
 mod carry;
 mod compile;
 mod conditions;
@@ -66,9 +67,13 @@ pub enum StoreError {
     Profile(String),
     #[error("{0}")]
     FileContexts(String),
-    /// A compilation run beside the build failed to run.
-    #[error("{0}")]
-    Background(String),
+    /// A compilation run beside the build stopped before it answered.
+    #[error("{0} stopped")]
+    Stopped(&'static str),
+    /// The check of the store as it is, run beside the build, failed; the
+    /// build asks for its answer more than once, so it is shared.
+    #[error(transparent)]
+    AsIs(std::sync::Arc<StoreError>),
     /// Writing an output (fsroot's one writer).
     #[error(transparent)]
     Write(#[from] fsroot::Error),

@@ -8,8 +8,9 @@
 //! the base's): those are honoured as the store honours them, counted and
 //! reported, never a failure. The layout's own are always checked.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
+use super::compile::{input_is, Input};
 use policy::secilc::{self, FailedNeverallow, NeverallowProbe};
 
 /// What the proof established.
@@ -32,14 +33,23 @@ pub enum Proof {
 }
 
 /// One of the store's neverallows that its own modules break.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoreViolation {
-    /// `FILE:LINE` of the neverallow, in the copy compiled.
+    /// `MODULE.cil:LINE` of the neverallow (the module's CIL as the store
+    /// holds it); an `--include` file or extracted CIL by its own name.
     pub at: String,
     /// `(neverallow SOURCE TARGET …)`, first two names.
     pub neverallow: String,
     /// How many rules break it.
     pub rules: usize,
+}
+
+impl StoreViolation {
+    /// The file (as `at` names it) and line of the neverallow.
+    pub(crate) fn location(&self) -> Option<(&str, usize)> {
+        let (file, line) = self.at.rsplit_once(':')?;
+        Some((file, line.parse().ok()?))
+    }
 }
 
 impl Proof {
@@ -109,10 +119,12 @@ pub fn probe_failure(probe: &NeverallowProbe, secilc: &std::path::Path) -> Optio
 }
 
 /// secilc's neverallow failures, split into the layout module's (by the
-/// file its neverallow is in) and every other's.
-pub fn split_failures(
+/// file its neverallow is in) and every other's, named by the `inputs`
+/// compiled (a store module by its name, not by the temporary copy).
+pub(crate) fn split_failures(
     output: &str,
     module_file: &std::path::Path,
+    inputs: &[Input],
 ) -> (Vec<FailedNeverallow>, Vec<StoreViolation>) {
     let module_file = module_file.display().to_string();
     let mut ours = Vec::new();
@@ -121,10 +133,19 @@ pub fn split_failures(
         if failed.file() == module_file {
             ours.push(failed);
         } else {
+            let line = failed.at.rsplit_once(':').map_or("", |(_, line)| line);
+            let at = match inputs.iter().find(|input| input_is(input, failed.file())) {
+                Some(input)
+                    if input.path.file_name() == Some(format!("{}.cil", input.name).as_ref()) =>
+                {
+                    format!("{}.cil:{line}", input.name)
+                }
+                _ => failed.at.clone(),
+            };
             theirs.push(StoreViolation {
                 neverallow: format!("(neverallow {} {} …)", failed.subject, failed.target),
                 rules: failed.offending.len(),
-                at: failed.at,
+                at,
             });
         }
     }
@@ -138,11 +159,17 @@ mod tests {
     #[test]
     fn failures_split_by_the_file_of_the_neverallow() {
         let output = "neverallow check failed at /w/modules/base.cil:10598\n  (neverallow base_typeattr_18 scsi_generic_device_t (blk_file (write)))\n    <root>\n    booleanif at /w/modules/container.cil:3810\n    true at /w/modules/container.cil:3811\n    allow at /w/modules/container.cil:3812\n      (allow container_domain device_node (blk_file (read write)))\n\nneverallow check failed at /w/predicted/m.cil:40\n  (neverallow m_workload etcd_var_t m_protected)\n    <root>\n    allow at leaky.cil:1\n      (allow container_t etcd_var_t (file (read)))\n";
-        let (ours, theirs) = split_failures(output, std::path::Path::new("/w/predicted/m.cil"));
+        let inputs = [Input {
+            name: "base".to_owned(),
+            path: "/w/modules/base.cil".into(),
+        }];
+        let (ours, theirs) =
+            split_failures(output, std::path::Path::new("/w/predicted/m.cil"), &inputs);
         assert_eq!(ours.len(), 1);
         assert_eq!(ours[0].target, "etcd_var_t");
         assert_eq!(theirs.len(), 1);
-        assert_eq!(theirs[0].at, "/w/modules/base.cil:10598");
+        assert_eq!(theirs[0].at, "base.cil:10598");
+        assert_eq!(theirs[0].location(), Some(("base.cil", 10598)));
         assert_eq!(theirs[0].rules, 1);
     }
 }

@@ -16,11 +16,12 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use super::cache::{self, Cache};
 use super::conditions::Condition;
 use super::facts::{Facts, FILE_CLASSES};
 use super::grade::{describe_permissions, Grade};
 use super::StoreError;
-use policy::setools::{self, AllowLine};
+use policy::setools::AllowLine;
 use policy::store_module::protection_exceptions;
 
 /// Everything that reaches one protected type.
@@ -161,11 +162,12 @@ pub struct Protected<'a> {
 
 /// The `sesearch` query for every allow rule on a file class whose target
 /// is one of `types` or an attribute holding one (a single run for all).
-pub fn query(policy: &Path, types: &[&str]) -> Result<String, StoreError> {
+pub(crate) fn query(policy: &Path, types: &[&str], cache: &Cache) -> Result<String, StoreError> {
     let classes = FILE_CLASSES.join(",");
     let names: Vec<String> = types.iter().map(|t| regex_syntax::escape(t)).collect();
     let pattern = format!("^({})$", names.join("|"));
-    Ok(setools::run(
+    Ok(cache::setools(
+        cache,
         "sesearch",
         &["-A", "-rt", "-t", &pattern, "-c", &classes],
         policy,

@@ -17,18 +17,19 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{mpsc, Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 
+use super::cache::{self, Cache, Key, KeyBuilder};
 use super::carry::{self, Carried, LossInputs, Losses, Retyped};
-use super::compile::{self, Compiled, Input};
+use super::compile::{self, Compiled, Input, Neverallows};
 use super::domains::{map_domains, DomainMapping, Origin};
 use super::facts::Facts;
 use super::filecons::{self, Purpose, Resolution, Siblings, StoreContexts, StoreSpec};
 use super::module_report::{render_text, ModuleReport, PathReport, ProvenProtection, Verification};
-use super::open::{Form, Store};
+use super::open::{Built, Form, Settings, Store};
 use super::profile::{Profile, ProfileName};
-use super::proof::{self, Proof};
+use super::proof::{self, Proof, StoreViolation};
 use super::reach::{self, Leftover, Protected, ReachInputs};
 use super::workload_set::Workloads;
 use super::StoreError;
@@ -88,16 +89,47 @@ impl<T> Drop for Background<T> {
     }
 }
 
-/// The whole store compiled as it is, to compare with what it built.
-type AsBuilt = Result<Result<Compiled, compile::Refused>, String>;
+/// The store compiled as it is, compared with what it built.
+struct AsBuilt {
+    /// Our compilation (`None` when the cache answered).
+    compiled: Option<Result<Compiled, compile::Refused>>,
+    verification: Verification,
+}
 
-/// The store compiled without the module, and what it says.
+/// What the cache keeps about a store whose compilation was verified.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct VerifiedStore {
+    policy_bytes: u64,
+    /// The store's own neverallows its modules break.
+    store_violations: Vec<StoreViolation>,
+}
+
+/// A value another thread sends once.
+struct Later<T> {
+    receiver: Mutex<Option<mpsc::Receiver<T>>>,
+    value: OnceLock<Option<T>>,
+}
+
+impl<T> Later<T> {
+    fn get(&self) -> Option<&T> {
+        self.value
+            .get_or_init(|| {
+                let receiver = self.receiver.lock().ok()?.take()?;
+                receiver.recv().ok()
+            })
+            .as_ref()
+    }
+}
+
+/// The store without the module, and what it says.
 pub struct Baseline {
     pub store: Store,
     pub secilc: PathBuf,
     /// The store's modules the build compiles with (the layout's own
     /// module of an earlier build left out).
     pub inputs: Vec<Input>,
+    /// Every module of the store, as it is.
+    all_inputs: Vec<Input>,
     /// The policy the facts were read from: the store's own `policy.kern`,
     /// or the store compiled here.
     stock_policy: PathBuf,
@@ -106,9 +138,13 @@ pub struct Baseline {
     /// was needed before the build (no built policy, or a module to leave
     /// out); otherwise it is `as_built`.
     stock: Option<Compiled>,
-    /// The whole store, compiled in the background when it has a built
-    /// policy to compare with.
-    as_built: Option<Background<AsBuilt>>,
+    /// The whole store compiled and compared with what it built, in the
+    /// background (or answered by the cache), when it has built a policy.
+    as_built: Option<Background<Result<AsBuilt, Arc<StoreError>>>>,
+    /// The store's own neverallows its modules break, as soon as the
+    /// background compilation knows them.
+    store_violations: Option<Later<Vec<StoreViolation>>>,
+    cache: Cache,
     pub facts: Facts,
     pub profile: &'static Profile,
     pub specs: Vec<StoreSpec>,
@@ -161,17 +197,28 @@ impl Baseline {
             (Some(policy), Some(contexts)) => Some((policy.clone(), contexts.clone())),
             _ => None,
         };
-        let as_built = built.as_ref().map(|_| {
-            let (secilc, settings, inputs, out) = (
-                secilc.clone(),
-                store.settings.clone(),
-                all_inputs.clone(),
-                work.path().join("as-built"),
-            );
-            Background::spawn(move || {
-                compile::compile(&secilc, &settings, &inputs, &out).map_err(|e| e.to_string())
-            })
-        });
+        let cache = Cache::from_env();
+        let (as_built, store_violations) = match &built {
+            None => (None, None),
+            Some(_) => {
+                let (sender, receiver) = mpsc::channel();
+                let check = CheckAsBuilt {
+                    secilc: secilc.clone(),
+                    store_built: store.built.clone(),
+                    settings: store.settings.clone(),
+                    inputs: all_inputs.clone(),
+                    work: work.path().to_owned(),
+                    cache: cache.clone(),
+                };
+                (
+                    Some(Background::spawn(move || check.run(&sender))),
+                    Some(Later {
+                        receiver: Mutex::new(Some(receiver)),
+                        value: OnceLock::new(),
+                    }),
+                )
+            }
+        };
         let (stock, stock_policy, stock_file_contexts) = match (&built, &replaces) {
             (Some((policy, contexts)), None) => (None, policy.clone(), contexts.clone()),
             _ => {
@@ -181,7 +228,7 @@ impl Baseline {
             }
         };
 
-        let mut facts = Facts::read(&store, &stock_policy)?;
+        let mut facts = Facts::read(&store, &stock_policy, &cache)?;
         tracing::debug!("facts read: {} types", facts.types.len());
         if let Some((name, _)) = &replaces {
             facts.providers.retain(|_, module| module != name);
@@ -198,10 +245,13 @@ impl Baseline {
             store,
             secilc,
             inputs,
+            all_inputs,
             stock_policy,
             stock_file_contexts,
             stock,
             as_built,
+            store_violations,
+            cache,
             facts,
             profile,
             specs,
@@ -249,18 +299,29 @@ impl Baseline {
             });
         };
         match as_built.get() {
-            Some(Ok(Ok(compiled))) => verify(&self.store, compiled),
-            Some(Ok(Err(refused))) => Ok(Verification::Differs {
-                why: format!(
-                    "secilc cannot compile the store as it is: {}",
-                    refused.output.trim()
-                ),
-            }),
-            Some(Err(error)) => Err(StoreError::Background(error.clone())),
-            None => Err(StoreError::Background(
-                "the compilation of the store as it is stopped".to_owned(),
-            )),
+            Some(Ok(checked)) => Ok(checked.verification.clone()),
+            Some(Err(error)) => Err(StoreError::AsIs(Arc::clone(error))),
+            None => Err(StoreError::Stopped("the compilation of the store as it is")),
         }
+    }
+
+    /// Whether the store as it is was answered from the cache (waits
+    /// for the background check).
+    pub fn verified_earlier(&self) -> bool {
+        matches!(
+            self.as_built.as_ref().and_then(Background::get),
+            Some(Ok(AsBuilt { compiled: None, .. }))
+        )
+    }
+
+    /// The store's own neverallows its modules break, as far as known
+    /// before the build (waits for the first background compilation).
+    fn known_violations(&self) -> Vec<StoreViolation> {
+        self.store_violations
+            .as_ref()
+            .and_then(Later::get)
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// Writes the stock store's predicted `policy.33` and `file_contexts`
@@ -270,16 +331,163 @@ impl Baseline {
             return write_outputs(dir, stock, &self.siblings);
         }
         match self.as_built.as_ref().and_then(Background::get) {
-            Some(Ok(Ok(compiled))) => write_outputs(dir, compiled, &self.siblings),
-            Some(Ok(Err(refused))) => Err(StoreError::StockRefused {
+            Some(Ok(AsBuilt {
+                compiled: Some(Ok(compiled)),
+                ..
+            })) => write_outputs(dir, compiled, &self.siblings),
+            Some(Ok(AsBuilt {
+                compiled: Some(Err(refused)),
+                ..
+            })) => Err(StoreError::StockRefused {
                 output: refused.output.clone(),
                 hint: None,
             }),
-            Some(Err(error)) => Err(StoreError::Background(error.clone())),
-            None => Err(StoreError::Background(
-                "the compilation of the store as it is stopped".to_owned(),
-            )),
+            // The cache answered: compile it now, for its outputs.
+            Some(Ok(AsBuilt { compiled: None, .. })) => {
+                let compiled = compile_stock(
+                    &self.secilc,
+                    &self.store,
+                    &self.all_inputs,
+                    &self.work.path().join("stock-out"),
+                )?;
+                write_outputs(dir, &compiled, &self.siblings)
+            }
+            Some(Err(error)) => Err(StoreError::AsIs(Arc::clone(error))),
+            None => Err(StoreError::Stopped("the compilation of the store as it is")),
         }
+    }
+}
+
+/// The background check of the store as it is: compiled with every
+/// neverallow checked, so the store's own violations are known (and sent
+/// as soon as they are, for the build's compilation to void), then
+/// compared byte for byte with what the store built. A verified store is
+/// kept in the cache, keyed by its content.
+struct CheckAsBuilt {
+    secilc: PathBuf,
+    store_built: Built,
+    settings: Settings,
+    inputs: Vec<Input>,
+    work: PathBuf,
+    cache: Cache,
+}
+
+impl CheckAsBuilt {
+    fn key(&self) -> std::io::Result<Key> {
+        let mut key = KeyBuilder::new("as-built");
+        key.program(&self.secilc);
+        if let Some(libsepol) = cache::libsepol() {
+            key.program(&libsepol);
+        }
+        // What compiles it, not where `semanage.conf` is: a copy of the
+        // store is the same store.
+        key.text(&format!(
+            "{:?} expand-check={}",
+            compile::flags(&self.settings),
+            self.settings.expand_check
+        ));
+        let (Some(policy), Some(contexts)) =
+            (&self.store_built.policy, &self.store_built.file_contexts)
+        else {
+            return Err(std::io::ErrorKind::NotFound.into());
+        };
+        key.file(policy)?.file(contexts)?;
+        for input in &self.inputs {
+            key.text(&input.name).file(&input.path)?;
+        }
+        Ok(key.finish())
+    }
+
+    fn run(self, sender: &mpsc::Sender<Vec<StoreViolation>>) -> Result<AsBuilt, Arc<StoreError>> {
+        let key = self.key().ok().filter(|_| self.cache.is_on());
+        if let Some(key) = &key {
+            if let Some(entry) = self.cache.get::<VerifiedStore>("as-built", key) {
+                tracing::debug!("store as it is: verified earlier (cache)");
+                let _ = sender.send(entry.store_violations);
+                return Ok(AsBuilt {
+                    compiled: None,
+                    verification: Verification::Identical {
+                        policy_bytes: entry.policy_bytes,
+                    },
+                });
+            }
+        }
+        let (compiled, violations) = self.compile(sender).map_err(Arc::new)?;
+        let _ = sender.send(violations.clone());
+        let verification = match &compiled {
+            Ok(compiled) => verify(&self.store_built, compiled).map_err(Arc::new)?,
+            Err(refused) => Verification::Differs {
+                why: format!(
+                    "secilc cannot compile the store as it is: {}",
+                    refused.output.trim()
+                ),
+            },
+        };
+        if let (Some(key), Verification::Identical { policy_bytes }) = (&key, &verification) {
+            self.cache.put(
+                "as-built",
+                key,
+                &VerifiedStore {
+                    policy_bytes: *policy_bytes,
+                    store_violations: violations,
+                },
+            );
+        }
+        Ok(AsBuilt {
+            compiled: Some(compiled),
+            verification,
+        })
+    }
+
+    /// The store compiled with every neverallow checked; when its own
+    /// fail (and the store does not check them), again with those voided.
+    #[allow(clippy::type_complexity)]
+    fn compile(
+        &self,
+        sender: &mpsc::Sender<Vec<StoreViolation>>,
+    ) -> Result<(Result<Compiled, compile::Refused>, Vec<StoreViolation>), StoreError> {
+        let out = self.work.join("as-built");
+        let checked = compile::compile(
+            &self.secilc,
+            &self.settings,
+            &self.inputs,
+            &out,
+            Neverallows::Checked,
+        )?;
+        let refused = match checked {
+            Ok(compiled) => return Ok((Ok(compiled), Vec::new())),
+            Err(refused) if !self.settings.expand_check => refused,
+            Err(refused) => return Ok((Err(refused), Vec::new())),
+        };
+        let (_, violations) = proof::split_failures(&refused.output, Path::new(""), &self.inputs);
+        if violations.is_empty() {
+            return Ok((Err(refused), Vec::new()));
+        }
+        let _ = sender.send(violations.clone());
+        let voided = compile::void_neverallows(
+            &self.inputs,
+            &violations,
+            &self.work.join("as-built-voided"),
+        )?;
+        if let Some(voided) = voided {
+            if let Ok(compiled) = compile::compile(
+                &self.secilc,
+                &self.settings,
+                &voided,
+                &out,
+                Neverallows::Checked,
+            )? {
+                return Ok((Ok(compiled), violations));
+            }
+        }
+        let compiled = compile::compile(
+            &self.secilc,
+            &self.settings,
+            &self.inputs,
+            &out,
+            Neverallows::AsStore,
+        )?;
+        Ok((compiled, violations))
     }
 }
 
@@ -289,13 +497,15 @@ fn compile_stock(
     inputs: &[Input],
     out: &Path,
 ) -> Result<Compiled, StoreError> {
-    compile::compile(secilc, &store.settings, inputs, out)?.map_err(|refused| {
-        let hint = (!store.unknowns.is_empty()).then(|| store.unknowns.join("; "));
-        StoreError::StockRefused {
-            output: refused.output,
-            hint,
-        }
-    })
+    compile::compile(secilc, &store.settings, inputs, out, Neverallows::AsStore)?.map_err(
+        |refused| {
+            let hint = (!store.unknowns.is_empty()).then(|| store.unknowns.join("; "));
+            StoreError::StockRefused {
+                output: refused.output,
+                hint,
+            }
+        },
+    )
 }
 
 fn choose_profile(
@@ -336,17 +546,18 @@ fn unavailable_because(store: &Store) -> String {
     }
 }
 
-fn verify(store: &Store, built: &Compiled) -> Result<Verification, StoreError> {
-    let (Some(policy), Some(contexts)) = (&store.built.policy, &store.built.file_contexts) else {
+/// Compares our compilation of the store with what it built.
+fn verify(store_built: &Built, ours: &Compiled) -> Result<Verification, StoreError> {
+    let (Some(policy), Some(contexts)) = (&store_built.policy, &store_built.file_contexts) else {
         return Ok(Verification::Unavailable {
-            why: unavailable_because(store),
+            why: "the store has no active/policy.kern and file_contexts to compare with".to_owned(),
         });
     };
     let mut problems = Vec::new();
-    if !compile::same_bytes(policy, &built.policy)? {
+    if !compile::same_bytes(policy, &ours.policy)? {
         problems.push(format!("policy.33 differs from {}", policy.display()));
     }
-    if !compile::same_bytes(contexts, &built.file_contexts)? {
+    if !compile::same_bytes(contexts, &ours.file_contexts)? {
         problems.push(format!("file_contexts differs from {}", contexts.display()));
     }
     if problems.is_empty() {
@@ -357,12 +568,12 @@ fn verify(store: &Store, built: &Compiled) -> Result<Verification, StoreError> {
             policy_bytes: bytes,
         });
     }
-    let cause = if store.built.customisations.is_empty() {
+    let cause = if store_built.customisations.is_empty() {
         "the store was built by another libsepol version or with other settings".to_owned()
     } else {
         format!(
             "libsemanage applies the store's local customisations ({}) to the binary after compiling the modules",
-            store.built.customisations.join(", ")
+            store_built.customisations.join(", ")
         )
     };
     Ok(Verification::Differs {
@@ -641,7 +852,11 @@ fn decide(
         Vec::new()
     } else {
         let old_types: Vec<&str> = old_types.into_iter().collect();
-        allow_lines(&reach::query(baseline.stock_policy(), &old_types)?)
+        allow_lines(&reach::query(
+            baseline.stock_policy(),
+            &old_types,
+            &baseline.cache,
+        )?)
     };
     let carried = carry::carry(&retyped, &stock_rules, facts, profile.file_type_attributes);
     tracing::debug!("{} store rules carried over", carried.rules.len());
@@ -833,7 +1048,6 @@ struct CompiledModule {
     /// The layout's neverallows secilc found broken, tolerated for now
     /// (`booleanGrants: byDefault`): the read-back decides.
     tolerated: Vec<FailedNeverallow>,
-    module_path: PathBuf,
 }
 
 /// Step 3: store + module (+ includes) compiled as the store compiles it
@@ -845,9 +1059,26 @@ fn compile_and_prove(
     module_cil: &str,
     options: &ModuleOptions,
 ) -> Result<CompiledModule, ModuleError> {
-    let layout = &parsed.layout;
     let work = baseline.work_dir().join("predicted");
-    fs::create_dir_all(&work).map_err(|e| StoreError::io(&work, e))?;
+    let (inputs, module_path) = with_module(baseline, parsed, module_cil, options, &work)?;
+    if baseline.store.settings.expand_check {
+        compile_checking_as_store(baseline, parsed, &inputs, &module_path, &work)
+    } else {
+        compile_with_store_violations_voided(baseline, parsed, &inputs, &module_path, &work)
+    }
+}
+
+/// The store's modules, the layout's module (written into `work`) and the
+/// includes; and where the module was written.
+fn with_module(
+    baseline: &Baseline,
+    parsed: &Parsed,
+    module_cil: &str,
+    options: &ModuleOptions,
+    work: &Path,
+) -> Result<(Vec<Input>, PathBuf), ModuleError> {
+    let layout = &parsed.layout;
+    fs::create_dir_all(work).map_err(|e| StoreError::io(work, e))?;
     let module_path = work.join(format!("{}.cil", layout.module));
     fs::write(&module_path, module_cil).map_err(|e| StoreError::io(&module_path, e))?;
     let mut inputs = baseline.inputs.clone();
@@ -869,91 +1100,213 @@ fn compile_and_prove(
             path: include.clone(),
         });
     }
-    let settings = &baseline.store.settings;
-    // With expand-check on, the prediction checks every neverallow itself.
-    let separate_proof = !settings.expand_check;
-    let (probe, predicted, checked) = std::thread::scope(|scope| {
+    Ok((inputs, module_path))
+}
+
+/// Runs `compile` with the secilc probe beside it: whether this secilc
+/// enforces neverallows at all (`Some(why)` when the proof cannot run).
+fn beside_probe<T: Send>(
+    baseline: &Baseline,
+    work: &Path,
+    compile: impl FnOnce() -> T + Send,
+) -> Result<(Option<String>, T), ModuleError> {
+    let (probe, compiled) = std::thread::scope(|scope| {
         let probe =
             scope.spawn(|| secilc::probe_neverallows(&baseline.secilc, &work.join("probe")));
-        let checked = separate_proof.then(|| {
-            scope.spawn(|| {
-                compile::check_neverallows(&baseline.secilc, settings, &inputs, &work.join("proof"))
-            })
-        });
-        let predicted = compile::compile(&baseline.secilc, settings, &inputs, &work.join("out"));
-        let join = |what: &str| StoreError::Background(format!("the {what} stopped"));
-        (
-            probe.join().map_err(|_| join("secilc probe")),
-            predicted,
-            checked.map(|c| c.join().map_err(|_| join("proof"))),
-        )
+        let compiled = compile();
+        (probe.join(), compiled)
     });
-    let probe = probe?.map_err(StoreError::from)?;
+    let probe = probe
+        .map_err(|_| StoreError::Stopped("the secilc probe"))?
+        .map_err(StoreError::from)?;
+    Ok((proof::probe_failure(&probe, &baseline.secilc), compiled))
+}
+
+/// `expand-check` on: the prediction checks every neverallow itself, so
+/// one compilation as the store compiles it is the proof too.
+fn compile_checking_as_store(
+    baseline: &Baseline,
+    parsed: &Parsed,
+    inputs: &[Input],
+    module_path: &Path,
+    work: &Path,
+) -> Result<CompiledModule, ModuleError> {
+    let settings = &baseline.store.settings;
+    let (not_run, predicted) = beside_probe(baseline, work, || {
+        compile::compile(
+            &baseline.secilc,
+            settings,
+            inputs,
+            &work.join("out"),
+            Neverallows::AsStore,
+        )
+    })?;
     let predicted = match predicted? {
         Ok(compiled) => compiled,
         Err(refused) => {
-            let (ours, theirs) = proof::split_failures(&refused.output, &module_path);
-            let mut error = rejected(parsed, &ours, &refused.output);
-            if ours.is_empty() && !theirs.is_empty() {
-                if let ModuleError::Rejected { hint, .. } = &mut error {
-                    let mut text = format!(
-                        "the store's own neverallows fail ({} of them), and its settings have expand-check on, \
-                         so semodule refuses it as well",
-                        theirs.len()
-                    );
-                    for unknown in &baseline.store.unknowns {
-                        text.push_str("; ");
-                        text.push_str(unknown);
-                    }
-                    *hint = Some(text);
-                }
-            }
-            return Err(error);
+            return Err(refused_with_expand_check(
+                baseline,
+                parsed,
+                &refused,
+                module_path,
+                inputs,
+            ))
         }
     };
-    if let Some(why) = proof::probe_failure(&probe, &baseline.secilc) {
+    let proof = match not_run {
+        Some(why) => Proof::NotRun { why },
+        None => Proof::Proven {
+            store_violations: Vec::new(),
+            boolean_only: Vec::new(),
+        },
+    };
+    Ok(CompiledModule {
+        predicted,
+        proof,
+        tolerated: Vec::new(),
+    })
+}
+
+/// `expand-check=0`: the store's own neverallows that its modules break
+/// are voided (the binary stays the same), so one compilation with every
+/// other neverallow checked is both the prediction and the proof.
+fn compile_with_store_violations_voided(
+    baseline: &Baseline,
+    parsed: &Parsed,
+    inputs: &[Input],
+    module_path: &Path,
+    work: &Path,
+) -> Result<CompiledModule, ModuleError> {
+    let known = baseline.known_violations();
+    let voided = compile::void_neverallows(inputs, &known, &work.join("voided"))?;
+    let checking = voided.as_deref().unwrap_or(inputs);
+    let (not_run, checked) = beside_probe(baseline, work, || {
+        compile::compile(
+            &baseline.secilc,
+            &baseline.store.settings,
+            checking,
+            &work.join("out"),
+            Neverallows::Checked,
+        )
+    })?;
+    let (predicted, ours, store_violations) = match checked? {
+        Ok(compiled) => (compiled, Vec::new(), Vec::new()),
+        Err(refused) => {
+            let failed = Failed {
+                refused: &refused,
+                module_path,
+                checking,
+                proof_runs: not_run.is_none(),
+            };
+            recompile_as_store(baseline, parsed, inputs, work, &failed)?
+        }
+    };
+    if let Some(why) = not_run {
         return Ok(CompiledModule {
             predicted,
             proof: Proof::NotRun { why },
             tolerated: Vec::new(),
-            module_path,
         });
-    }
-    let Some(checked) = checked else {
-        // expand-check=1: the prediction proved every neverallow.
-        return Ok(CompiledModule {
-            predicted,
-            proof: Proof::Proven {
-                store_violations: Vec::new(),
-                boolean_only: Vec::new(),
-            },
-            tolerated: Vec::new(),
-            module_path,
-        });
-    };
-    let checked = checked??;
-    let (ours, store_violations) = if checked.success {
-        (Vec::new(), Vec::new())
-    } else {
-        proof::split_failures(&checked.output, &module_path)
-    };
-    if !checked.success && ours.is_empty() && store_violations.is_empty() {
-        // It failed, but not on a neverallow: nothing is proven.
-        return Err(rejected(parsed, &ours, &checked.output));
-    }
-    let tolerate = layout.store.boolean_grants == BooleanGrants::ByDefault;
-    if !ours.is_empty() && !tolerate {
-        return Err(rejected(parsed, &ours, &checked.output));
     }
     Ok(CompiledModule {
         predicted,
         proof: Proof::Proven {
-            store_violations,
+            store_violations: all_store_violations(known, store_violations),
             boolean_only: ours.iter().map(|f| f.target.clone()).collect(),
         },
         tolerated: ours,
-        module_path,
     })
+}
+
+/// A checking compilation of store + module that secilc refused.
+struct Failed<'a> {
+    refused: &'a compile::Refused,
+    module_path: &'a Path,
+    /// The inputs it compiled (the store's violations voided).
+    checking: &'a [Input],
+    /// Whether the secilc probe showed the proof can run.
+    proof_runs: bool,
+}
+
+/// secilc refused the checking compilation: on a neverallow the build
+/// tolerates (the store's own, which only the new module breaks, or a
+/// boolean-only grant with `booleanGrants: byDefault`), store + module are
+/// compiled again as the store compiles them, for the binary; any other
+/// refusal is the build's failure. Returns the binary, the layout's
+/// neverallows tolerated, and the store's newly broken.
+#[allow(clippy::type_complexity)]
+fn recompile_as_store(
+    baseline: &Baseline,
+    parsed: &Parsed,
+    inputs: &[Input],
+    work: &Path,
+    failed: &Failed<'_>,
+) -> Result<(Compiled, Vec<FailedNeverallow>, Vec<StoreViolation>), ModuleError> {
+    let output = &failed.refused.output;
+    let (ours, theirs) = proof::split_failures(output, failed.module_path, failed.checking);
+    if ours.is_empty() && theirs.is_empty() {
+        // Not a neverallow: the store refuses it too.
+        return Err(rejected(parsed, &ours, output));
+    }
+    let tolerate = parsed.layout.store.boolean_grants == BooleanGrants::ByDefault;
+    if !ours.is_empty() && !tolerate && failed.proof_runs {
+        return Err(rejected(parsed, &ours, output));
+    }
+    tracing::debug!("neverallows failed; compiling store + module again as the store does");
+    match compile::compile(
+        &baseline.secilc,
+        &baseline.store.settings,
+        inputs,
+        &work.join("out"),
+        Neverallows::AsStore,
+    )? {
+        Ok(predicted) => Ok((predicted, ours, theirs)),
+        Err(refused) => Err(rejected(parsed, &[], &refused.output)),
+    }
+}
+
+/// The store's violations known before the build and those the checking
+/// compilation found, once each, in file order.
+fn all_store_violations(
+    known: Vec<StoreViolation>,
+    found: Vec<StoreViolation>,
+) -> Vec<StoreViolation> {
+    let mut all = known;
+    all.extend(found);
+    all.sort_by(|a, b| {
+        a.location()
+            .cmp(&b.location())
+            .then_with(|| a.at.cmp(&b.at))
+    });
+    all.dedup();
+    all
+}
+
+/// secilc refused store + module on a store with `expand-check` on.
+fn refused_with_expand_check(
+    baseline: &Baseline,
+    parsed: &Parsed,
+    refused: &compile::Refused,
+    module_path: &Path,
+    inputs: &[Input],
+) -> ModuleError {
+    let (ours, theirs) = proof::split_failures(&refused.output, module_path, inputs);
+    let mut error = rejected(parsed, &ours, &refused.output);
+    if ours.is_empty() && !theirs.is_empty() {
+        if let ModuleError::Rejected { hint, .. } = &mut error {
+            let mut text = format!(
+                "the store's own neverallows fail ({} of them), and its settings have expand-check on, \
+                 so semodule refuses it as well",
+                theirs.len()
+            );
+            for unknown in &baseline.store.unknowns {
+                text.push_str("; ");
+                text.push_str(unknown);
+            }
+            *hint = Some(text);
+        }
+    }
+    error
 }
 
 /// Step 4: the merged file contexts give every probe key its layout type.
@@ -993,20 +1346,65 @@ fn read_back(
     decisions: &Decisions,
     compiled: &CompiledModule,
 ) -> Result<ReadBack, ModuleError> {
-    let layout = &parsed.layout;
-    let policy = &compiled.predicted.policy;
-    let new_types: Vec<&str> = decisions
+    let new_types = read_back_types(parsed, decisions);
+    let predicted = read_predicted(&compiled.predicted.policy, &new_types)?;
+    let reaches = reach::reach(
+        &ReachInputs {
+            rules: &predicted.rules,
+            attributes: &predicted.facts,
+            booleans: &baseline.facts.booleans,
+            workload_set: &decisions.workloads.members,
+            classes: &baseline.facts.classes,
+        },
+        &protected_types(parsed, &decisions.domain_types),
+    );
+    confirm_tolerated(parsed, &compiled.tolerated, &reaches)?;
+    let losses = carry::losses(
+        &LossInputs {
+            stock_rules: &decisions.stock_rules,
+            stock_facts: &baseline.facts,
+            predicted_rules: &predicted.rules,
+            predicted_facts: &predicted.facts,
+            new_attributes: baseline.profile.file_type_attributes,
+            workload_set: &decisions.workloads.members,
+            carried: &decisions.carried,
+        },
+        &decisions.retyped,
+    );
+    Ok(ReadBack {
+        protections: proven_protections(parsed, reaches),
+        losses,
+    })
+}
+
+/// The types whose rules are read back: every re-typed path's and every
+/// protected one's, once each.
+fn read_back_types<'a>(parsed: &'a Parsed, decisions: &'a Decisions) -> Vec<&'a str> {
+    decisions
         .retyped
         .iter()
         .map(|r| r.type_name.as_str())
-        .chain(layout.protected().map(|r| r.type_name.as_str()))
+        .chain(parsed.layout.protected().map(|r| r.type_name.as_str()))
         .collect::<BTreeSet<_>>()
         .into_iter()
-        .collect();
+        .collect()
+}
+
+/// What setools reads from the predicted binary.
+struct Predicted {
+    /// Its attributes (and their members).
+    facts: Facts,
+    /// Its `allow` rules on `types`, attributes included.
+    rules: Vec<AllowLine>,
+}
+
+/// Reads the predicted binary's attributes and its rules on `types`
+/// (two readers of the same file, side by side).
+fn read_predicted(policy: &Path, types: &[&str]) -> Result<Predicted, ModuleError> {
     let (attributes, rules_text) = std::thread::scope(|scope| {
         let attributes = scope.spawn(|| setools::run("seinfo", &["-x", "-a"], policy));
         let rules =
-            (!new_types.is_empty()).then(|| scope.spawn(|| reach::query(policy, &new_types)));
+            (!types.is_empty()).then(|| scope.spawn(|| reach::query(policy, types, &Cache::off())));
         (attributes.join(), rules.map(|r| r.join()))
     });
     let panicked = |tool| {
@@ -1015,8 +1413,8 @@ fn read_back(
             detail: "panicked".into(),
         })
     };
-    let mut predicted_facts = Facts::default();
-    predicted_facts.parse_attributes(
+    let mut facts = Facts::default();
+    facts.parse_attributes(
         &attributes
             .map_err(|_| panicked("seinfo"))?
             .map_err(StoreError::from)?,
@@ -1025,22 +1423,17 @@ fn read_back(
         None => Vec::new(),
         Some(joined) => allow_lines(&joined.map_err(|_| panicked("sesearch"))??),
     };
+    Ok(Predicted { facts, rules })
+}
 
-    let protected = protected_types(parsed, &decisions.domain_types);
-    let reaches = reach::reach(
-        &ReachInputs {
-            rules: &rules,
-            attributes: &predicted_facts,
-            booleans: &baseline.facts.booleans,
-            workload_set: &decisions.workloads.members,
-            classes: &baseline.facts.classes,
-        },
-        &protected,
-    );
-    // A tolerated neverallow holds only if every grant beyond the
-    // protection's exceptions is off by default.
-    let unproven: Vec<&FailedNeverallow> = compiled
-        .tolerated
+/// A neverallow tolerated as boolean-only holds only if every grant beyond
+/// the protection's exceptions is off by default; otherwise the build fails.
+fn confirm_tolerated(
+    parsed: &Parsed,
+    tolerated: &[FailedNeverallow],
+    reaches: &[reach::Reach],
+) -> Result<(), ModuleError> {
+    let unproven: Vec<FailedNeverallow> = tolerated
         .iter()
         .filter(|failed| {
             reaches.iter().any(|reach| {
@@ -1051,12 +1444,18 @@ fn read_back(
                         .any(|w| w.leftover == Leftover::Unproven)
             })
         })
+        .cloned()
         .collect();
-    if !unproven.is_empty() {
-        let failed: Vec<FailedNeverallow> = unproven.into_iter().cloned().collect();
-        return Err(rejected(parsed, &failed, ""));
+    if unproven.is_empty() {
+        return Ok(());
     }
-    let declared_at: BTreeMap<&str, String> = layout
+    Err(rejected(parsed, &unproven, ""))
+}
+
+/// Each reach, with the manifest line that declared its protection.
+fn proven_protections(parsed: &Parsed, reaches: Vec<reach::Reach>) -> Vec<ProvenProtection> {
+    let declared_at: BTreeMap<&str, String> = parsed
+        .layout
         .protected()
         .map(|r| {
             (
@@ -1065,7 +1464,7 @@ fn read_back(
             )
         })
         .collect();
-    let protections = reaches
+    reaches
         .into_iter()
         .map(|reach| ProvenProtection {
             declared_at: declared_at
@@ -1074,24 +1473,7 @@ fn read_back(
                 .unwrap_or_default(),
             reach,
         })
-        .collect();
-    let losses = carry::losses(
-        &LossInputs {
-            stock_rules: &decisions.stock_rules,
-            stock_facts: &baseline.facts,
-            predicted_rules: &rules,
-            predicted_facts: &predicted_facts,
-            new_attributes: baseline.profile.file_type_attributes,
-            workload_set: &decisions.workloads.members,
-            carried: &decisions.carried,
-        },
-        &decisions.retyped,
-    );
-    let _ = &compiled.module_path;
-    Ok(ReadBack {
-        protections,
-        losses,
-    })
+        .collect()
 }
 
 /// Each protected type once, with its paths and who may reach it by the

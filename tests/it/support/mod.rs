@@ -123,9 +123,15 @@ pub fn data(relative: &str) -> PathBuf {
         .join(relative)
 }
 
-/// The `semanifest` binary built for these tests.
+/// The `semanifest` binary built for these tests, with the store cache
+/// under the build's temporary directory (not the user's home).
 pub fn semanifest() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_semanifest"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_semanifest"));
+    command.env(
+        "SEMANIFEST_CACHE_DIR",
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join("semanifest-cache"),
+    );
+    command
 }
 
 /// Compiles CIL files on disk with the real secilc, writing `policy.33` and
