@@ -49,8 +49,8 @@ pub use kinds::{PodKind, PodSpecAt, OS_LABELS, PERSISTENT_VOLUME, POD_KINDS};
 pub use load::{parse_source, parse_str};
 pub use path::{HostPathError, NormalPath};
 pub use suggest::{
-    suggest, ChosenDomain, GrantMade, Status, SuggestError, SuggestedFile, Suggestion,
-    WorkloadSuggestion,
+    suggest, ChosenDomain, GrantMade, LayoutTextError, Status, SuggestError, SuggestedFile,
+    Suggestion, WorkloadSuggestion,
 };
 pub use workload::{
     ContainerKind, ContainerSpot, HostPathMount, HostPathVolume, InvalidDocument, Invalidity,

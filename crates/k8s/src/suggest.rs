@@ -47,8 +47,9 @@ use crate::judgement::{DomainChoice, DomainKind, DomainRules, HostPathRules};
 use crate::load::parse_source;
 use crate::path::NormalPath;
 use crate::workload::{HostPathMount, HostPathVolume, Manifests, SourceFile, Workload};
+pub use layout_text::LayoutTextError;
 use layout_text::{Additions, NewDomain, NewPath};
-use manifest_text::Edit;
+use manifest_text::{Edit, PatchError};
 use names::Names;
 
 /// What `suggest` proposes.
@@ -157,8 +158,8 @@ pub struct GrantMade {
 /// Why no suggestion could be made at all.
 #[derive(Debug, thiserror::Error)]
 pub enum SuggestError {
-    #[error("{0}")]
-    LayoutText(String),
+    #[error(transparent)]
+    LayoutText(#[from] LayoutTextError),
     #[error("the suggested layout does not validate (please report this): {0}")]
     InvalidResult(String),
 }
@@ -331,8 +332,7 @@ pub fn suggest(
     {
         base.source.text.clone()
     } else {
-        layout_text::render(&base.source.text, layout, &additions)
-            .map_err(SuggestError::LayoutText)?
+        layout_text::render(&base.source.text, layout, &additions)?
     };
     let suggested = parse(
         Source::new(base.source.name.clone(), layout_text.clone()),
@@ -376,7 +376,7 @@ pub fn suggest(
                     patched += 1;
                     reports[r].patched = true;
                 }
-                Err(why) => reports[r].errors.push(why),
+                Err(why) => reports[r].errors.push(why.to_string()),
             }
         }
         let text = if edits.is_empty() {
@@ -567,8 +567,37 @@ enum Target {
     },
 }
 
+/// Why a volume cannot be granted to a new domain.
+#[derive(Debug, thiserror::Error)]
+enum Unconfinable {
+    #[error(
+        "hostPath volume `{volume}`: host class `{class}` covers `{path}` but admits only \
+         `read`: mount it `readOnly: true`"
+    )]
+    ReadOnlyClass {
+        volume: String,
+        class: &'static str,
+        path: String,
+    },
+    #[error(
+        "hostPath volume `{volume}`: `{path}` is covered by host classes {classes}: mount the \
+         device nodes the workload uses rather than the whole directory"
+    )]
+    SeveralClasses {
+        volume: String,
+        path: String,
+        classes: String,
+    },
+    #[error(
+        "hostPath volume `{volume}`: `{path}` is in no host class and below no path the layout \
+         declares; suggest declares new paths only below declared ones: declare a parent in the \
+         layout, or drop the volume"
+    )]
+    OutsideLayout { volume: String, path: String },
+}
+
 /// The grant a new domain needs for `need`, or why none can be made.
-fn target(need: &Need<'_>, layout: &Layout) -> Result<Target, String> {
+fn target(need: &Need<'_>, layout: &Layout) -> Result<Target, Unconfinable> {
     let path = need.path.as_str();
     let classes = host::classes_for(path);
     match classes.as_slice() {
@@ -579,11 +608,11 @@ fn target(need: &Need<'_>, layout: &Layout) -> Result<Target, String> {
             } else if class.admits("write") {
                 "write"
             } else {
-                return Err(format!(
-                    "hostPath volume `{}`: host class `{}` covers `{path}` but admits only `read`: \
-                     mount it `readOnly: true`",
-                    need.volume.name, class.name
-                ));
+                return Err(Unconfinable::ReadOnlyClass {
+                    volume: need.volume.name.clone(),
+                    class: class.name,
+                    path: path.to_owned(),
+                });
             };
             return Ok(Target::Class(class, level));
         }
@@ -592,12 +621,11 @@ fn target(need: &Need<'_>, layout: &Layout) -> Result<Target, String> {
                 .iter()
                 .map(|(c, _)| format!("`{}`", c.name))
                 .collect();
-            return Err(format!(
-                "hostPath volume `{}`: `{path}` is covered by host classes {}: mount the device \
-                 nodes the workload uses rather than the whole directory",
-                need.volume.name,
-                names.join(", ")
-            ));
+            return Err(Unconfinable::SeveralClasses {
+                volume: need.volume.name.clone(),
+                path: path.to_owned(),
+                classes: names.join(", "),
+            });
         }
     }
     // A file, socket or device is granted through its directory.
@@ -627,12 +655,10 @@ fn target(need: &Need<'_>, layout: &Layout) -> Result<Target, String> {
             declared: index,
             level: need.level(),
         }),
-        _ => Err(format!(
-            "hostPath volume `{}`: `{path}` is in no host class and below no path the layout \
-             declares; suggest declares new paths only below declared ones: declare a parent in \
-             the layout, or drop the volume",
-            need.volume.name
-        )),
+        _ => Err(Unconfinable::OutsideLayout {
+            volume: need.volume.name.clone(),
+            path: path.to_owned(),
+        }),
     }
 }
 
@@ -651,7 +677,7 @@ fn new_domain(
         .filter_map(|need| match target(need, layout) {
             Ok(target) => Some((need, target)),
             Err(why) => {
-                report.errors.push(why);
+                report.errors.push(why.to_string());
                 None
             }
         })
@@ -795,11 +821,11 @@ fn add_new_path(
 
 /// The edits that set `selinux_type` on the pod template and on each
 /// container mounting a hostPath that has `seLinuxOptions` of its own.
-fn type_edits(workload: &Workload, selinux_type: &str) -> Result<Vec<Edit>, String> {
+fn type_edits(workload: &Workload, selinux_type: &str) -> Result<Vec<Edit>, PatchError> {
     let spots = workload
         .selinux_spots
         .as_ref()
-        .ok_or("the workload has no pod template")?;
+        .ok_or(PatchError::NoPodTemplate)?;
     let mut edits = vec![manifest_text::type_edit(
         &workload.source,
         &spots.pod,

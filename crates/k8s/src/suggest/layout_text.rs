@@ -85,8 +85,33 @@ fn lines(text: &str) -> Vec<Line<'_>> {
     out
 }
 
+/// Why the additions cannot be written into the layout's text.
+#[derive(Debug, thiserror::Error)]
+pub enum LayoutTextError {
+    #[error("the layout declares no {0}")]
+    NoEntries(&'static str),
+    #[error("no {0} line (please report this)")]
+    NoLine(&'static str),
+    #[error("spec.domains is a flow mapping; write it in block style to add domains")]
+    FlowDomains,
+    #[error("spec.paths is not a block sequence; write it in block style to add paths")]
+    FlowPaths,
+    #[error("the entry of {0} is not a block sequence item")]
+    FlowEntry(String),
+    #[error("cannot add `{key}` to the {field} of {at}")]
+    NoPlace {
+        key: String,
+        field: &'static str,
+        at: String,
+    },
+}
+
 /// `text` with `additions` written in.
-pub(super) fn render(text: &str, layout: &Layout, additions: &Additions) -> Result<String, String> {
+pub(super) fn render(
+    text: &str,
+    layout: &Layout,
+    additions: &Additions,
+) -> Result<String, LayoutTextError> {
     let lines = lines(text);
     let mut inserts: Vec<(usize, String)> = Vec::new();
     let line_index = |pos: Pos| usize::try_from(pos.line).ok()?.checked_sub(1);
@@ -95,17 +120,15 @@ pub(super) fn render(text: &str, layout: &Layout, additions: &Additions) -> Resu
         let first = layout
             .domains
             .first()
-            .ok_or("the layout declares no domains")?;
+            .ok_or(LayoutTextError::NoEntries("domains"))?;
         let at = line_index(first.pos)
             .filter(|i| *i < lines.len())
-            .ok_or("no domain line")?;
+            .ok_or(LayoutTextError::NoLine("domain"))?;
         let key_indent = usize::try_from(first.pos.column)
             .unwrap_or(1)
             .saturating_sub(1);
         if lines[at].indent() != key_indent {
-            return Err(
-                "spec.domains is a flow mapping; write it in block style to add domains".to_owned(),
-            );
+            return Err(LayoutTextError::FlowDomains);
         }
         let last = block_end(&lines, at, |line| line.indent() >= key_indent);
         let pad = " ".repeat(key_indent);
@@ -133,10 +156,9 @@ pub(super) fn render(text: &str, layout: &Layout, additions: &Additions) -> Resu
             .paths
             .iter()
             .min_by_key(|p| (p.pos.line, p.pos.column))
-            .ok_or("the layout declares no paths")?;
-        let at = line_index(first.pos).ok_or("no path line")?;
-        let dash = entry_start(&lines, at)
-            .ok_or("spec.paths is not a block sequence; write it in block style to add paths")?;
+            .ok_or(LayoutTextError::NoEntries("paths"))?;
+        let at = line_index(first.pos).ok_or(LayoutTextError::NoLine("path"))?;
+        let dash = entry_start(&lines, at).ok_or(LayoutTextError::FlowPaths)?;
         let dash_indent = lines[dash].indent();
         let last = block_end(&lines, dash, |line| {
             line.indent() > dash_indent
@@ -164,9 +186,9 @@ pub(super) fn render(text: &str, layout: &Layout, additions: &Additions) -> Resu
 
     for (index, key, level) in &additions.grants {
         let rule = &layout.paths[*index];
-        let at = line_index(rule.pos).ok_or("no path line")?;
+        let at = line_index(rule.pos).ok_or(LayoutTextError::NoLine("path"))?;
         let dash = entry_start(&lines, at)
-            .ok_or_else(|| format!("the entry of {} is not a block sequence item", rule.path))?;
+            .ok_or_else(|| LayoutTextError::FlowEntry(rule.path.to_string()))?;
         let indent = lines[dash].indent();
         let last = block_end(&lines, dash, |line| line.indent() > indent);
         let entry = dash..=last;
@@ -178,19 +200,25 @@ pub(super) fn render(text: &str, layout: &Layout, additions: &Additions) -> Resu
                 &format!("{key}: {level}"),
                 Collection::Mapping,
             )
-            .ok_or_else(|| format!("cannot add `{key}` to the access of {}", rule.path))?,
+            .ok_or_else(|| LayoutTextError::NoPlace {
+                key: key.clone(),
+                field: "access",
+                at: rule.path.to_string(),
+            })?,
         );
     }
 
     for (index, key) in &additions.transitions {
         let domain = &layout.domains[*index];
-        let at = line_index(domain.pos).ok_or("no domain line")?;
+        let at = line_index(domain.pos).ok_or(LayoutTextError::NoLine("domain"))?;
         let indent = lines[at].indent();
         let last = block_end(&lines, at, |line| line.indent() > indent);
         inserts.push(
             add_to_collection(&lines, at..=last, "transitions", key, Collection::Sequence)
-                .ok_or_else(|| {
-                    format!("cannot add `{key}` to the transitions of `{}`", domain.key)
+                .ok_or_else(|| LayoutTextError::NoPlace {
+                    key: key.clone(),
+                    field: "transitions",
+                    at: format!("`{}`", domain.key),
                 })?,
         );
     }

@@ -5,6 +5,8 @@
 
 use layout::diag::Pos;
 
+use layout::diag::Location;
+
 use crate::workload::{SourceFile, TypeSpot};
 
 /// A change to a text: `remove` bytes at `at` replaced by `insert`.
@@ -15,13 +17,33 @@ pub(super) struct Edit {
     pub insert: String,
 }
 
+/// Why `seLinuxOptions.type` cannot be written into a manifest's text;
+/// the user sets it by hand there.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum PatchError {
+    #[error("the workload has no pod template")]
+    NoPodTemplate,
+    #[error(
+        "{at}: its securityContext comes through a YAML alias or merge key; set \
+         `seLinuxOptions.type: {selinux_type}` there by hand"
+    )]
+    Aliased { at: Location, selinux_type: String },
+    #[error(
+        "{at}: the mapping does not start its own line; set \
+         `seLinuxOptions.type: {selinux_type}` by hand"
+    )]
+    NotOnItsOwnLine { at: Location, selinux_type: String },
+    #[error("{at}: the parser's position is not in the file")]
+    Unplaceable { at: Location },
+}
+
 /// The edit that makes `spot` say `selinux_type`, or why it cannot be
 /// made.
 pub(super) fn type_edit(
     source: &SourceFile,
     spot: &TypeSpot,
     selinux_type: &str,
-) -> Result<Edit, String> {
+) -> Result<Edit, PatchError> {
     match spot {
         TypeSpot::Value(pos) => {
             let at = offset(source, *pos)?;
@@ -34,11 +56,10 @@ pub(super) fn type_edit(
                 insert: selinux_type.to_owned(),
             })
         }
-        TypeSpot::Aliased { at } => Err(format!(
-            "{}: its securityContext comes through a YAML alias or merge key; set \
-             `seLinuxOptions.type: {selinux_type}` there by hand",
-            source.location(*at)
-        )),
+        TypeSpot::Aliased { at } => Err(PatchError::Aliased {
+            at: source.location(*at),
+            selinux_type: selinux_type.to_owned(),
+        }),
         TypeSpot::Insert { at, missing } => {
             let start = offset(source, *at)?;
             let text = source.text();
@@ -58,11 +79,10 @@ pub(super) fn type_edit(
                 });
             }
             if !text[line_start..start].chars().all(|c| c == ' ') {
-                return Err(format!(
-                    "{}: the mapping does not start its own line; set \
-                     `seLinuxOptions.type: {selinux_type}` by hand",
-                    source.location(*at)
-                ));
+                return Err(PatchError::NotOnItsOwnLine {
+                    at: source.location(*at),
+                    selinux_type: selinux_type.to_owned(),
+                });
             }
             let indent = start - line_start;
             let mut insert = String::new();
@@ -83,17 +103,16 @@ pub(super) fn type_edit(
     }
 }
 
-fn offset(source: &SourceFile, pos: Pos) -> Result<usize, String> {
+fn offset(source: &SourceFile, pos: Pos) -> Result<usize, PatchError> {
     source
         .offset(pos.line, pos.column)
         .ok_or_else(|| unplaceable(source, pos))
 }
 
-fn unplaceable(source: &SourceFile, pos: Pos) -> String {
-    format!(
-        "{}: the parser's position is not in the file",
-        source.location(pos)
-    )
+fn unplaceable(source: &SourceFile, pos: Pos) -> PatchError {
+    PatchError::Unplaceable {
+        at: source.location(pos),
+    }
 }
 
 /// `text` with `edits` (none overlapping) applied.
