@@ -9,10 +9,31 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use serde::{Deserialize, Serialize};
+
 use super::open::{Form, Settings, Store};
-use super::proof::StoreViolation;
 use super::StoreError;
 use policy::secilc::{self, Flags, Invocation};
+
+/// One of the store's neverallows that its own modules break.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoreViolation {
+    /// `MODULE.cil:LINE` of the neverallow (the module's CIL as the store
+    /// holds it); an `--include` file or extracted CIL by its own name.
+    pub at: String,
+    /// `(neverallow SOURCE TARGET …)`, first two names.
+    pub neverallow: String,
+    /// How many rules break it.
+    pub rules: usize,
+}
+
+impl StoreViolation {
+    /// The file (as `at` names it) and line of the neverallow.
+    pub(crate) fn location(&self) -> Option<(&str, usize)> {
+        let (file, line) = self.at.rsplit_once(':')?;
+        Some((file, line.parse().ok()?))
+    }
+}
 
 /// A module to compile: its name (which orders it) and its CIL file.
 #[derive(Debug, Clone)]

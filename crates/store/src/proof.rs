@@ -8,9 +8,9 @@
 //! the base's): those are honoured as the store honours them, counted and
 //! reported, never a failure. The layout's own are always checked.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use super::compile::{input_is, Input};
+use super::compile::{input_is, Input, StoreViolation};
 use policy::secilc::{self, FailedNeverallow, NeverallowProbe};
 
 /// What the proof established.
@@ -30,26 +30,6 @@ pub enum Proof {
     },
     /// The protections were not proven; `why` says why.
     NotRun { why: String },
-}
-
-/// One of the store's neverallows that its own modules break.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StoreViolation {
-    /// `MODULE.cil:LINE` of the neverallow (the module's CIL as the store
-    /// holds it); an `--include` file or extracted CIL by its own name.
-    pub at: String,
-    /// `(neverallow SOURCE TARGET …)`, first two names.
-    pub neverallow: String,
-    /// How many rules break it.
-    pub rules: usize,
-}
-
-impl StoreViolation {
-    /// The file (as `at` names it) and line of the neverallow.
-    pub(crate) fn location(&self) -> Option<(&str, usize)> {
-        let (file, line) = self.at.rsplit_once(':')?;
-        Some((file, line.parse().ok()?))
-    }
 }
 
 impl Proof {

@@ -22,14 +22,14 @@ use std::thread::JoinHandle;
 
 use super::cache::{self, Cache, Key, KeyBuilder};
 use super::carry::{self, Carried, LossInputs, Losses, Retyped};
-use super::compile::{self, Compiled, Input, Neverallows};
+use super::compile::{self, Compiled, Input, Neverallows, StoreViolation};
 use super::domains::{map_domains, DomainMapping, Origin};
 use super::facts::Facts;
 use super::filecons::{self, Purpose, Resolution, Siblings, StoreContexts, StoreSpec};
 use super::module_report::{render_text, ModuleReport, PathReport, ProvenProtection, Verification};
 use super::open::{Built, Form, Settings, Store};
 use super::profile::{Profile, ProfileName};
-use super::proof::{self, Proof, StoreViolation};
+use super::proof::{self, Proof};
 use super::reach::{self, Leftover, Protected, ReachInputs};
 use super::workload_set::Workloads;
 use super::StoreError;
