@@ -734,75 +734,43 @@ fn new_domain(
     let (key, type_name) = names.domain(workload.name.as_deref().unwrap_or(&workload.kind.value));
     let mut host: Vec<(&'static str, &'static str)> = Vec::new();
     for (need, target) in &targets {
-        match target {
+        let grant = match *target {
             Target::Class(class, level) => {
-                match host.iter_mut().find(|(name, _)| *name == class.name) {
-                    Some((_, held)) if *held == "read" => *held = level,
-                    Some(_) => {}
-                    None => host.push((class.name, level)),
-                }
-                let mut warning = format!(
-                    "grants host class `{}` ({}) at `{level}` for hostPath volume `{}` (`{}`)",
-                    class.name,
-                    class.group.describe(),
-                    need.volume.name,
-                    need.path
-                );
-                match class.beyond_labels {
-                    Some(BeyondLabels::RawDisk) => warning.push_str(
-                        ": a disk holds every file of its filesystems, protected paths included",
-                    ),
-                    Some(BeyondLabels::RuntimeApi) => warning.push_str(
-                        ": the runtime's API starts containers with any host path, so the \
-                         domain holds the runtime's authority",
-                    ),
-                    Some(BeyondLabels::RuntimeCode { from }) if *level == from => {
-                        warning.push_str(": the runtime runs what the domain writes there")
-                    }
-                    _ => {}
-                }
-                report.warnings.push(warning);
-                report.grants.push(GrantMade {
+                hold_at_least(&mut host, class.name, level);
+                report.warnings.push(class_warning(need, class, level));
+                GrantMade {
                     volume: need.volume.name.clone(),
                     host_path: need.path.to_string(),
                     level,
                     host_class: Some(class.name),
                     layout_path: None,
                     new_path: false,
-                });
+                }
             }
             Target::Path {
-                dir,
+                ref dir,
                 declared,
                 level,
             } => {
-                let rule = &layout.paths[*declared];
-                let new_path = rule.path != *dir;
+                let new_path = layout.paths[declared].path != *dir;
                 if new_path {
                     add_new_path(
-                        additions, names, layout, *declared, dir, &key, level, &origin,
+                        additions, names, layout, declared, dir, &key, level, &origin,
                     );
                 } else {
-                    match additions
-                        .grants
-                        .iter_mut()
-                        .find(|(i, k, _)| i == declared && *k == key)
-                    {
-                        Some((_, _, held)) if *held == "read" => *held = level,
-                        Some(_) => {}
-                        None => additions.grants.push((*declared, key.clone(), level)),
-                    }
+                    grant_declared(additions, declared, &key, level);
                 }
-                report.grants.push(GrantMade {
+                GrantMade {
                     volume: need.volume.name.clone(),
                     host_path: need.path.to_string(),
                     level,
                     host_class: None,
                     layout_path: Some(dir.clone()),
                     new_path,
-                });
+                }
             }
-        }
+        };
+        report.grants.push(grant);
     }
     additions.domains.push(NewDomain {
         key: key.clone(),
@@ -816,6 +784,59 @@ fn new_domain(
         new: true,
     });
     Some(type_name)
+}
+
+/// Holds host class `class` at `level` in `host`, raising a `read` it
+/// holds already.
+fn hold_at_least(
+    host: &mut Vec<(&'static str, &'static str)>,
+    class: &'static str,
+    level: &'static str,
+) {
+    match host.iter_mut().find(|(name, _)| *name == class) {
+        Some((_, held)) if *held == "read" => *held = level,
+        Some(_) => {}
+        None => host.push((class, level)),
+    }
+}
+
+/// The warning that a host class is granted for `need`, with what the
+/// class holds beyond its labels.
+fn class_warning(need: &Need<'_>, class: &HostClass, level: &'static str) -> String {
+    let mut warning = format!(
+        "grants host class `{}` ({}) at `{level}` for hostPath volume `{}` (`{}`)",
+        class.name,
+        class.group.describe(),
+        need.volume.name,
+        need.path
+    );
+    match class.beyond_labels {
+        Some(BeyondLabels::RawDisk) => warning
+            .push_str(": a disk holds every file of its filesystems, protected paths included"),
+        Some(BeyondLabels::RuntimeApi) => warning.push_str(
+            ": the runtime's API starts containers with any host path, so the domain holds \
+             the runtime's authority",
+        ),
+        Some(BeyondLabels::RuntimeCode { from }) if level == from => {
+            warning.push_str(": the runtime runs what the domain writes there")
+        }
+        _ => {}
+    }
+    warning
+}
+
+/// Grants the declared path `declared` to the domain `key` at `level`,
+/// raising a `read` grant this suggestion made already.
+fn grant_declared(additions: &mut Additions, declared: usize, key: &str, level: &'static str) {
+    match additions
+        .grants
+        .iter_mut()
+        .find(|(i, k, _)| *i == declared && k == key)
+    {
+        Some((_, _, held)) if *held == "read" => *held = level,
+        Some(_) => {}
+        None => additions.grants.push((declared, key.to_owned(), level)),
+    }
 }
 
 /// Declares `dir` below the declared path `parent` (or adds `key` to it
