@@ -558,105 +558,127 @@ fn grant_finding(
         .map(|d| d.selinux_type.as_str())
         .collect();
     let mut related = Vec::new();
-    let mut parts = Vec::new();
-    for (domain, mounts) in &failing {
-        let who: Vec<String> = mounts.iter().map(|m| container_label(m)).collect();
-        let who = if who.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", who.join(", "))
-        };
-        let Some(domain) = domain else {
-            parts.push(format!(
-                "`{path}`{special} is outside every hostPath root (the layout declares none)"
-            ));
-            continue;
-        };
-        match domain.kind {
-            DomainKind::Workload => {
-                let roots: Vec<&str> = domain.roots().map(|r| r.path.as_str()).collect();
-                related.extend(domain.roots().filter_map(|r| {
-                    declared(
-                        &r.declared_at,
-                        format!("hostPath root {} declared here", r.path),
-                    )
-                }));
-                let whose = if failing.len() > 1
-                    || domain.selinux_type != *rules.pod_type.as_deref().unwrap_or("")
-                {
+    let parts: Vec<String> = failing
+        .iter()
+        .map(|(domain, mounts)| {
+            let several = failing.len() > 1;
+            not_granted(path, special, *domain, mounts, several, rules, &mut related)
+        })
+        .collect();
+    let remedy = grant_remedy(path, *first, &granting);
+    let rule = match first {
+        Some(domain) if domain.kind == DomainKind::Agent => &RULE_NOT_GRANTED,
+        _ => &RULE_OUTSIDE_ROOT,
+    };
+    Some(report.finding(rule, format!("{}; {remedy}", parts.join("; ")), related))
+}
+
+/// Why `domain` (none: no root is declared) does not grant `path` to
+/// `mounts`, with where what it does grant is declared added to `related`.
+fn not_granted(
+    path: &NormalPath,
+    special: &str,
+    domain: Option<&DomainRules>,
+    mounts: &[&HostPathMount],
+    several: bool,
+    rules: &HostPathRules,
+    related: &mut Vec<Related>,
+) -> String {
+    let who: Vec<String> = mounts.iter().map(|m| container_label(m)).collect();
+    let who = if who.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", who.join(", "))
+    };
+    let Some(domain) = domain else {
+        return format!(
+            "`{path}`{special} is outside every hostPath root (the layout declares none)"
+        );
+    };
+    match domain.kind {
+        DomainKind::Workload => {
+            let roots: Vec<&str> = domain.roots().map(|r| r.path.as_str()).collect();
+            related.extend(domain.roots().filter_map(|r| {
+                declared(
+                    &r.declared_at,
+                    format!("hostPath root {} declared here", r.path),
+                )
+            }));
+            let whose =
+                if several || domain.selinux_type != *rules.pod_type.as_deref().unwrap_or("") {
                     format!(" of workload domain `{}`{who}", domain.selinux_type)
                 } else {
                     String::new()
                 };
-                parts.push(format!(
-                    "`{path}`{special} is outside every hostPath root{whose} ({})",
-                    if roots.is_empty() {
-                        "the layout declares none".to_owned()
-                    } else {
-                        roots.join(", ")
-                    }
-                ));
-            }
-            DomainKind::Agent => {
-                related.extend(declared(
-                    &domain.declared_at,
-                    format!("agent domain `{}` declared here", domain.key),
-                ));
-                parts.push(format!(
-                    "`{path}`{special} is not granted to agent domain `{}`{who}: it is neither \
-                     a layout path `{}` may use nor in a host class it holds",
-                    domain.selinux_type, domain.key
-                ));
-            }
+            format!(
+                "`{path}`{special} is outside every hostPath root{whose} ({})",
+                if roots.is_empty() {
+                    "the layout declares none".to_owned()
+                } else {
+                    roots.join(", ")
+                }
+            )
+        }
+        DomainKind::Agent => {
+            related.extend(declared(
+                &domain.declared_at,
+                format!("agent domain `{}` declared here", domain.key),
+            ));
+            format!(
+                "`{path}`{special} is not granted to agent domain `{}`{who}: it is neither \
+                 a layout path `{}` may use nor in a host class it holds",
+                domain.selinux_type, domain.key
+            )
         }
     }
-    let remedy = if let [only] = granting.as_slice() {
-        format!(
+}
+
+/// What to do about `path` not being granted: run as a domain that grants
+/// it (`granting`), or grant it to the first failing domain `first`, or
+/// else move or declare it.
+fn grant_remedy(path: &NormalPath, first: Option<&DomainRules>, granting: &[&str]) -> String {
+    if let [only] = granting {
+        return format!(
             "agent domain `{only}` grants it: run the container with `seLinuxOptions.type: {only}`"
-        )
-    } else if !granting.is_empty() {
-        format!(
+        );
+    }
+    if !granting.is_empty() {
+        return format!(
             "{} grant it: run the container with the `seLinuxOptions.type` of the one that fits",
             granting
                 .iter()
                 .map(|t| format!("`{t}`"))
                 .collect::<Vec<_>>()
                 .join(", "),
-        )
-    } else {
-        let classes: Vec<&str> = layout::model::host::classes_for(path.as_str())
-            .iter()
-            .map(|(class, _)| class.name)
-            .collect();
-        match (first, classes.is_empty()) {
-            (Some(domain), false) if domain.kind == DomainKind::Agent => format!(
-                "host class{} {} cover{} it: grant one to `{}` under `host:` in the layout \
-                 (`semanifest suggest` writes the grant)",
-                if classes.len() == 1 { "" } else { "es" },
-                classes
-                    .iter()
-                    .map(|c| format!("`{c}`"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                if classes.len() == 1 { "s" } else { "" },
-                domain.key
-            ),
-            (Some(domain), true) if domain.kind == DomainKind::Agent => format!(
-                "declare the path in the layout and grant it to `{}` in its `access:` \
-                 (`semanifest suggest` writes the grant)",
-                domain.key
-            ),
-            _ => host_path_advice(path).map_or_else(
-                || "move it below a root, or declare the path in the layout".to_owned(),
-                str::to_owned,
-            ),
-        }
-    };
-    let rule = match first {
-        Some(domain) if domain.kind == DomainKind::Agent => &RULE_NOT_GRANTED,
-        _ => &RULE_OUTSIDE_ROOT,
-    };
-    Some(report.finding(rule, format!("{}; {remedy}", parts.join("; ")), related))
+        );
+    }
+    let classes: Vec<&str> = layout::model::host::classes_for(path.as_str())
+        .iter()
+        .map(|(class, _)| class.name)
+        .collect();
+    match (first, classes.is_empty()) {
+        (Some(domain), false) if domain.kind == DomainKind::Agent => format!(
+            "host class{} {} cover{} it: grant one to `{}` under `host:` in the layout \
+             (`semanifest suggest` writes the grant)",
+            if classes.len() == 1 { "" } else { "es" },
+            classes
+                .iter()
+                .map(|c| format!("`{c}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            if classes.len() == 1 { "s" } else { "" },
+            domain.key
+        ),
+        (Some(domain), true) if domain.kind == DomainKind::Agent => format!(
+            "declare the path in the layout and grant it to `{}` in its `access:` \
+             (`semanifest suggest` writes the grant)",
+            domain.key
+        ),
+        _ => host_path_advice(path).map_or_else(
+            || "move it below a root, or declare the path in the layout".to_owned(),
+            str::to_owned,
+        ),
+    }
 }
 
 /// One volume's findings: at most one at its `path:` value (its type,

@@ -226,6 +226,133 @@ impl Verdict<'_> {
     }
 }
 
+/// The protected paths of `layout`, each with the declared paths below it
+/// that are not protected.
+fn protected_paths(layout: &Layout, file: &str) -> Vec<ProtectedPath> {
+    layout
+        .protected()
+        .filter_map(|rule| {
+            let path = NormalPath::parse(&rule.path).ok()?;
+            let carved_out = layout
+                .paths
+                .iter()
+                .filter(|below| !below.protected && below.path != rule.path)
+                .filter_map(|below| NormalPath::parse(&below.path).ok())
+                .filter(|below| path.contains(below))
+                .collect();
+            Some(ProtectedPath {
+                path,
+                carved_out,
+                declared_at: Location::at(file, rule.protected_pos.unwrap_or(rule.pos)),
+            })
+        })
+        .collect()
+}
+
+/// The rules of the container domain `domain` (at `index` in `layout`).
+fn domain_rules(
+    layout: &Layout,
+    index: usize,
+    domain: &layout::model::Domain,
+    file: &str,
+) -> DomainRules {
+    let kind = if domain.workload {
+        DomainKind::Workload
+    } else {
+        DomainKind::Agent
+    };
+    DomainRules {
+        key: domain.key.clone(),
+        selinux_type: domain.type_name.clone(),
+        kind,
+        paths: path_grants(layout, index, kind, file),
+        host_classes: host_class_grants(domain, file),
+        declared_at: Location::at(file, domain.pos),
+    }
+}
+
+/// The paths the domain at `index` may mount: roots for a workload, its
+/// grants for an agent; then every declared path below them.
+fn path_grants(layout: &Layout, index: usize, kind: DomainKind, file: &str) -> Vec<PathGrant> {
+    let access = |rule: &layout::model::PathRule| {
+        if rule.protected {
+            return MountAccess::None;
+        }
+        rule.access
+            .get(&index)
+            .map_or(MountAccess::None, |a| MountAccess::of(*a))
+    };
+    let tops: Vec<&str> = layout
+        .paths
+        .iter()
+        .filter(|rule| match kind {
+            DomainKind::Workload => rule.host_path,
+            DomainKind::Agent => access(rule) != MountAccess::None,
+        })
+        .map(|rule| rule.path.as_str())
+        .collect();
+    layout
+        .paths
+        .iter()
+        .filter(|rule| {
+            tops.iter()
+                .any(|top| layout::model::is_within(&rule.path, top))
+        })
+        .filter_map(|rule| {
+            Some(PathGrant {
+                path: NormalPath::parse(&rule.path).ok()?,
+                access: access(rule),
+                host_path_root: rule.host_path,
+                declared_at: Location::at(file, rule.pos),
+            })
+        })
+        .collect()
+}
+
+/// The host classes `domain` is granted that cover host paths.
+fn host_class_grants(domain: &layout::model::Domain, file: &str) -> Vec<HostClassGrant> {
+    domain
+        .host
+        .iter()
+        .filter(|grant| !grant.class.paths.is_empty())
+        .map(|grant| HostClassGrant {
+            class: grant.class.name.to_owned(),
+            // A class's top level (a socket's `write`, a device's) is what
+            // a writable mount needs.
+            access: MountAccess::of(grant.access).max(MountAccess::Read),
+            paths: grant
+                .class
+                .paths
+                .iter()
+                .map(|host| ClassPath {
+                    path: host.path.to_owned(),
+                    scope: match host.scope {
+                        Scope::Subtree => "subtree",
+                        Scope::Exact => "exact",
+                        Scope::NamePrefix => "namePrefix",
+                    },
+                    kind: host_path_kind(host.kind),
+                })
+                .collect(),
+            declared_at: Location::at(file, grant.pos),
+        })
+        .collect()
+}
+
+/// The workloads the layout lets run privileged.
+fn privileged_exceptions(layout: &Layout, file: &str) -> Vec<PrivilegedExceptionRule> {
+    layout
+        .privileged_exceptions
+        .iter()
+        .map(|e: &PrivilegedException| PrivilegedExceptionRule {
+            namespace: e.namespace.clone(),
+            name: e.name.clone(),
+            reason: e.reason.clone(),
+            declared_at: Location::at(file, e.pos),
+        })
+        .collect()
+}
+
 impl HostPathRules {
     /// The judgement a validated layout makes.
     pub fn of(parsed: &Parsed) -> HostPathRules {
@@ -234,125 +361,21 @@ impl HostPathRules {
 
     /// The judgement of `layout`, with declarations located in `file`.
     pub fn of_layout(layout: &Layout, file: &str) -> HostPathRules {
-        let declared = |pos| Location::at(file, pos);
-        let normal = |path: &str| NormalPath::parse(path).ok();
-        let protected = layout
-            .protected()
-            .filter_map(|rule| {
-                let path = normal(&rule.path)?;
-                let carved_out = layout
-                    .paths
-                    .iter()
-                    .filter(|below| !below.protected && below.path != rule.path)
-                    .filter_map(|below| normal(&below.path))
-                    .filter(|below| path.contains(below))
-                    .collect();
-                Some(ProtectedPath {
-                    path,
-                    carved_out,
-                    declared_at: declared(rule.protected_pos.unwrap_or(rule.pos)),
-                })
-            })
-            .collect();
         let domains = layout
             .domains
             .iter()
             .enumerate()
             .filter(|(_, d)| d.is_container())
-            .map(|(index, domain)| {
-                let kind = if domain.workload {
-                    DomainKind::Workload
-                } else {
-                    DomainKind::Agent
-                };
-                let access = |rule: &layout::model::PathRule| {
-                    if rule.protected {
-                        return MountAccess::None;
-                    }
-                    rule.access
-                        .get(&index)
-                        .map_or(MountAccess::None, |a| MountAccess::of(*a))
-                };
-                // The paths it may mount: roots for a workload, its grants
-                // for an agent; then every declared path below them.
-                let tops: Vec<&str> = layout
-                    .paths
-                    .iter()
-                    .filter(|rule| match kind {
-                        DomainKind::Workload => rule.host_path,
-                        DomainKind::Agent => access(rule) != MountAccess::None,
-                    })
-                    .map(|rule| rule.path.as_str())
-                    .collect();
-                let paths = layout
-                    .paths
-                    .iter()
-                    .filter(|rule| {
-                        tops.iter()
-                            .any(|top| layout::model::is_within(&rule.path, top))
-                    })
-                    .filter_map(|rule| {
-                        Some(PathGrant {
-                            path: normal(&rule.path)?,
-                            access: access(rule),
-                            host_path_root: rule.host_path,
-                            declared_at: declared(rule.pos),
-                        })
-                    })
-                    .collect();
-                let host_classes = domain
-                    .host
-                    .iter()
-                    .filter(|grant| !grant.class.paths.is_empty())
-                    .map(|grant| HostClassGrant {
-                        class: grant.class.name.to_owned(),
-                        // A class's top level (a socket's `write`, a
-                        // device's) is what a writable mount needs.
-                        access: MountAccess::of(grant.access).max(MountAccess::Read),
-                        paths: grant
-                            .class
-                            .paths
-                            .iter()
-                            .map(|host| ClassPath {
-                                path: host.path.to_owned(),
-                                scope: match host.scope {
-                                    Scope::Subtree => "subtree",
-                                    Scope::Exact => "exact",
-                                    Scope::NamePrefix => "namePrefix",
-                                },
-                                kind: host_path_kind(host.kind),
-                            })
-                            .collect(),
-                        declared_at: declared(grant.pos),
-                    })
-                    .collect();
-                DomainRules {
-                    key: domain.key.clone(),
-                    selinux_type: domain.type_name.clone(),
-                    kind,
-                    paths,
-                    host_classes,
-                    declared_at: declared(domain.pos),
-                }
-            })
+            .map(|(index, domain)| domain_rules(layout, index, domain, file))
             .collect::<Vec<_>>();
         HostPathRules {
-            protected,
+            protected: protected_paths(layout, file),
             pod_type: domains
                 .iter()
                 .find(|d| d.kind == DomainKind::Workload)
                 .map(|d| d.selinux_type.clone()),
             domains,
-            privileged_exceptions: layout
-                .privileged_exceptions
-                .iter()
-                .map(|e: &PrivilegedException| PrivilegedExceptionRule {
-                    namespace: e.namespace.clone(),
-                    name: e.name.clone(),
-                    reason: e.reason.clone(),
-                    declared_at: declared(e.pos),
-                })
-                .collect(),
+            privileged_exceptions: privileged_exceptions(layout, file),
         }
     }
 

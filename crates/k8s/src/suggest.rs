@@ -196,143 +196,182 @@ pub fn suggest(
     // Per workload reported: its index in `manifests.workloads` and the
     // type to set, if any.
     let mut patches: Vec<(usize, Option<String>)> = Vec::new();
-
     for (index, workload) in manifests.workloads.iter().enumerate() {
-        if workload.pinned_os.is_some() || workload.host_path_volumes.is_empty() {
-            continue;
+        let planned = plan_workload(workload, &rules, layout, &mut names, &mut additions);
+        if let Some((report, selinux_type)) = planned {
+            reports.push(report);
+            patches.push((index, selinux_type));
         }
-        // A PersistentVolume's path, and volumes no container mounts, are
-        // judged as the pod domain's whatever type a pod runs as.
-        let unmovable = if workload.selinux_spots.is_none() {
-            Some(
-                "a PersistentVolume gives its host path to every pod that claims it, judged as \
-                 the pod domain's: suggest moves workloads into domains, not volumes; move the \
-                 path below a hostPath root of the layout",
-            )
-        } else if workload
-            .host_path_volumes
-            .iter()
-            .all(|v| v.mounts.is_empty())
-        {
-            Some(
-                "no container mounts its hostPath volumes, so they are judged as the pod \
-                 domain's whatever its type: drop them, or move them below a hostPath root",
-            )
-        } else {
-            None
-        };
-        let mut report = WorkloadSuggestion {
-            file: workload.source.name().to_owned(),
-            line: workload.kind.position.line,
-            column: workload.kind.position.column,
-            kind: workload.kind.value.clone(),
-            namespace: workload.namespace.clone(),
-            name: workload.name.clone(),
-            status: Status::Fits,
-            domain: None,
-            patched: false,
-            grants: Vec::new(),
-            warnings: Vec::new(),
-            errors: Vec::new(),
-            remaining: Vec::new(),
-        };
-        let current = current_domain(workload, &rules);
-        let before = errors_of(&audit_workload(workload, &rules));
-        if let Some(why) = unmovable {
-            if !before.is_empty() {
-                report.errors.push(why.to_owned());
-                reports.push(report);
-                patches.push((index, None));
-            }
-            continue;
-        }
+    }
+    let_runtimes_start_new_domains(layout, &mut additions, &mut reports);
+    let (layout_text, suggested) = render_layout(base, facts, &additions)?;
+    let new_rules = HostPathRules::of(&suggested);
+    let files = sources
+        .iter()
+        .map(|source| patch_and_rejudge(source, manifests, &patches, &mut reports, &new_rules))
+        .collect();
+    attach_layout_warnings(&suggested, &mut reports);
+    Ok(Suggestion {
+        layout_text,
+        files,
+        workloads: reports,
+    })
+}
+
+/// What becomes of one workload: its report and the type to set on it,
+/// or `None` when it is not reported (pinned to another OS, no hostPath,
+/// or an unmovable volume that judges clean). A new domain it needs is
+/// added to `additions`.
+fn plan_workload(
+    workload: &Workload,
+    rules: &HostPathRules,
+    layout: &Layout,
+    names: &mut Names,
+    additions: &mut Additions,
+) -> Option<(WorkloadSuggestion, Option<String>)> {
+    if workload.pinned_os.is_some() || workload.host_path_volumes.is_empty() {
+        return None;
+    }
+    let mut report = blank_report(workload);
+    let current = current_domain(workload, rules);
+    let before = errors_of(&audit_workload(workload, rules));
+    if let Some(why) = unmovable(workload) {
         if before.is_empty() {
-            report.domain = current.map(|d| chosen(d, false));
-            reports.push(report);
-            patches.push((index, None));
-            continue;
+            return None;
         }
-        let needs = needs(workload, &rules, &mut report.errors);
-        if needs.is_empty() {
-            reports.push(report);
-            patches.push((index, None));
-            continue;
-        }
-        let fits = |domain: &DomainRules| {
-            needs.iter().all(|need| {
-                domain.judge(&need.path).admits(!need.write)
-                    && !(domain.kind == DomainKind::Workload && special_file(need.volume).is_some())
-            })
-        };
-        let existing = current
-            .filter(|d| fits(d))
-            .or_else(|| rules.domains.iter().find(|d| fits(d)));
-        let selinux_type = match existing {
-            Some(domain) => {
-                report.domain = Some(chosen(domain, false));
-                domain.selinux_type.clone()
-            }
-            None => match new_domain(
-                workload,
-                &needs,
-                layout,
-                &mut names,
-                &mut additions,
-                &mut report,
-            ) {
-                Some(domain) => domain,
-                None => {
-                    reports.push(report);
-                    patches.push((index, None));
-                    continue;
-                }
-            },
-        };
-        let unchanged = current.is_some_and(|d| d.selinux_type == selinux_type);
-        patches.push((index, (!unchanged).then_some(selinux_type)));
-        reports.push(report);
+        report.errors.push(why.to_owned());
+        return Some((report, None));
     }
+    if before.is_empty() {
+        report.domain = current.map(|d| chosen(d, false));
+        return Some((report, None));
+    }
+    let needs = needs(workload, rules, &mut report.errors);
+    if needs.is_empty() {
+        return Some((report, None));
+    }
+    let fits = |domain: &DomainRules| {
+        needs.iter().all(|need| {
+            domain.judge(&need.path).admits(!need.write)
+                && !(domain.kind == DomainKind::Workload && special_file(need.volume).is_some())
+        })
+    };
+    let existing = current
+        .filter(|d| fits(d))
+        .or_else(|| rules.domains.iter().find(|d| fits(d)));
+    let selinux_type = match existing {
+        Some(domain) => {
+            report.domain = Some(chosen(domain, false));
+            domain.selinux_type.clone()
+        }
+        None => match new_domain(workload, &needs, layout, names, additions, &mut report) {
+            Some(domain) => domain,
+            None => return Some((report, None)),
+        },
+    };
+    let unchanged = current.is_some_and(|d| d.selinux_type == selinux_type);
+    Some((report, (!unchanged).then_some(selinux_type)))
+}
 
-    // The runtime may start every new domain.
-    if !additions.domains.is_empty() {
-        let runtimes: Vec<usize> = layout
-            .domains
-            .iter()
-            .enumerate()
-            .filter(|(_, d)| !d.is_container())
-            .filter(|(_, d)| {
-                d.transitions
-                    .iter()
-                    .any(|t| layout.domains[*t].is_container())
-            })
-            .map(|(i, _)| i)
-            .collect();
-        for domain in &additions.domains {
-            if runtimes.is_empty() {
-                for report in reports
-                    .iter_mut()
-                    .filter(|r| r.domain.as_ref().is_some_and(|d| d.key == domain.key))
-                {
-                    report.warnings.push(format!(
-                        "no domain of the layout starts pods (`transitions`); add `{}` to the \
-                         container runtime's",
-                        domain.key
-                    ));
-                }
-            }
-            for runtime in &runtimes {
-                additions.transitions.push((*runtime, domain.key.clone()));
+/// Why the workload's volumes cannot be moved by giving it a domain: a
+/// PersistentVolume's path, and volumes no container mounts, are judged
+/// as the pod domain's whatever type a pod runs as.
+fn unmovable(workload: &Workload) -> Option<&'static str> {
+    if workload.selinux_spots.is_none() {
+        Some(
+            "a PersistentVolume gives its host path to every pod that claims it, judged as \
+             the pod domain's: suggest moves workloads into domains, not volumes; move the \
+             path below a hostPath root of the layout",
+        )
+    } else if workload
+        .host_path_volumes
+        .iter()
+        .all(|v| v.mounts.is_empty())
+    {
+        Some(
+            "no container mounts its hostPath volumes, so they are judged as the pod \
+             domain's whatever its type: drop them, or move them below a hostPath root",
+        )
+    } else {
+        None
+    }
+}
+
+/// The report of a workload before anything is decided for it.
+fn blank_report(workload: &Workload) -> WorkloadSuggestion {
+    WorkloadSuggestion {
+        file: workload.source.name().to_owned(),
+        line: workload.kind.position.line,
+        column: workload.kind.position.column,
+        kind: workload.kind.value.clone(),
+        namespace: workload.namespace.clone(),
+        name: workload.name.clone(),
+        status: Status::Fits,
+        domain: None,
+        patched: false,
+        grants: Vec::new(),
+        warnings: Vec::new(),
+        errors: Vec::new(),
+        remaining: Vec::new(),
+    }
+}
+
+/// Adds every new domain to the `transitions` of each runtime domain (one
+/// that starts pods); when the layout has none, warns the workloads given
+/// a new domain.
+fn let_runtimes_start_new_domains(
+    layout: &Layout,
+    additions: &mut Additions,
+    reports: &mut [WorkloadSuggestion],
+) {
+    if additions.domains.is_empty() {
+        return;
+    }
+    let runtimes: Vec<usize> = layout
+        .domains
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| !d.is_container())
+        .filter(|(_, d)| {
+            d.transitions
+                .iter()
+                .any(|t| layout.domains[*t].is_container())
+        })
+        .map(|(i, _)| i)
+        .collect();
+    for domain in &additions.domains {
+        if runtimes.is_empty() {
+            for report in reports
+                .iter_mut()
+                .filter(|r| r.domain.as_ref().is_some_and(|d| d.key == domain.key))
+            {
+                report.warnings.push(format!(
+                    "no domain of the layout starts pods (`transitions`); add `{}` to the \
+                     container runtime's",
+                    domain.key
+                ));
             }
         }
+        for runtime in &runtimes {
+            additions.transitions.push((*runtime, domain.key.clone()));
+        }
     }
+}
 
+/// The new layout's text (the base's when nothing is added) and the
+/// layout parsed from it, proving it validates.
+fn render_layout(
+    base: &Parsed,
+    facts: &BaseFacts,
+    additions: &Additions,
+) -> Result<(String, Parsed), SuggestError> {
     let layout_text = if additions.domains.is_empty()
         && additions.paths.is_empty()
         && additions.grants.is_empty()
     {
         base.source.text.clone()
     } else {
-        layout_text::render(&base.source.text, layout, &additions)?
+        layout_text::render(&base.source.text, &base.layout, additions)?
     };
     let suggested = parse(
         Source::new(base.source.name.clone(), layout_text.clone()),
@@ -348,72 +387,83 @@ pub fn suggest(
                 .join("; "),
         )
     })?;
-    let new_rules = HostPathRules::of(&suggested);
+    Ok((layout_text, suggested))
+}
 
-    // Patch each file, read it again, judge its workloads anew.
-    let mut files = Vec::new();
-    for source in sources {
-        let mut edits: Vec<Edit> = Vec::new();
-        let mut patched = 0;
-        let in_file: Vec<usize> = manifests
-            .workloads
-            .iter()
-            .enumerate()
-            .filter(|(_, w)| Arc::ptr_eq(&w.source, source))
-            .map(|(i, _)| i)
-            .collect();
-        let file_reports: Vec<usize> = (0..patches.len())
-            .filter(|r| in_file.contains(&patches[*r].0))
-            .collect();
-        for &r in &file_reports {
-            let (index, selinux_type) = &patches[r];
-            let Some(selinux_type) = selinux_type else {
-                continue;
-            };
-            match type_edits(&manifests.workloads[*index], selinux_type) {
-                Ok(more) => {
-                    edits.extend(more);
-                    patched += 1;
-                    reports[r].patched = true;
-                }
-                Err(why) => reports[r].errors.push(why.to_string()),
-            }
-        }
-        let text = if edits.is_empty() {
-            source.text().to_owned()
-        } else {
-            manifest_text::apply(source.text(), edits)
+/// Patches `source`'s workloads with the types planned for them, reads
+/// the file again and judges each reported workload anew against
+/// `new_rules`, settling its status.
+fn patch_and_rejudge(
+    source: &Arc<SourceFile>,
+    manifests: &Manifests,
+    patches: &[(usize, Option<String>)],
+    reports: &mut [WorkloadSuggestion],
+    new_rules: &HostPathRules,
+) -> SuggestedFile {
+    let mut edits: Vec<Edit> = Vec::new();
+    let mut patched = 0;
+    let in_file: Vec<usize> = manifests
+        .workloads
+        .iter()
+        .enumerate()
+        .filter(|(_, w)| Arc::ptr_eq(&w.source, source))
+        .map(|(i, _)| i)
+        .collect();
+    let file_reports: Vec<usize> = (0..patches.len())
+        .filter(|r| in_file.contains(&patches[*r].0))
+        .collect();
+    for &r in &file_reports {
+        let (index, selinux_type) = &patches[r];
+        let Some(selinux_type) = selinux_type else {
+            continue;
         };
-        let again = parse_source(Arc::new(SourceFile::new(
-            source.name().to_owned(),
-            text.clone(),
-        )));
-        for &r in &file_reports {
-            let (index, _) = patches[r];
-            let position = in_file.iter().position(|i| *i == index);
-            let Some(workload) = position.and_then(|p| again.workloads.get(p)) else {
-                reports[r].errors.push(
-                    "the patched manifest no longer holds the workload (please report this)"
-                        .to_owned(),
-                );
-                continue;
-            };
-            let report = &mut reports[r];
-            report.remaining = errors_of(&audit_workload(workload, &new_rules));
-            report.status = if !report.remaining.is_empty() || !report.errors.is_empty() {
-                Status::NotConfined
-            } else if report.patched || report.domain.as_ref().is_some_and(|d| d.new) {
-                Status::Confined
-            } else {
-                Status::Fits
-            };
+        match type_edits(&manifests.workloads[*index], selinux_type) {
+            Ok(more) => {
+                edits.extend(more);
+                patched += 1;
+                reports[r].patched = true;
+            }
+            Err(why) => reports[r].errors.push(why.to_string()),
         }
-        files.push(SuggestedFile {
-            name: source.name().to_owned(),
-            text,
-            patched,
-        });
     }
+    let text = if edits.is_empty() {
+        source.text().to_owned()
+    } else {
+        manifest_text::apply(source.text(), edits)
+    };
+    let again = parse_source(Arc::new(SourceFile::new(
+        source.name().to_owned(),
+        text.clone(),
+    )));
+    for &r in &file_reports {
+        let (index, _) = patches[r];
+        let position = in_file.iter().position(|i| *i == index);
+        let Some(workload) = position.and_then(|p| again.workloads.get(p)) else {
+            reports[r].errors.push(
+                "the patched manifest no longer holds the workload (please report this)".to_owned(),
+            );
+            continue;
+        };
+        let report = &mut reports[r];
+        report.remaining = errors_of(&audit_workload(workload, new_rules));
+        report.status = if !report.remaining.is_empty() || !report.errors.is_empty() {
+            Status::NotConfined
+        } else if report.patched || report.domain.as_ref().is_some_and(|d| d.new) {
+            Status::Confined
+        } else {
+            Status::Fits
+        };
+    }
+    SuggestedFile {
+        name: source.name().to_owned(),
+        text,
+        patched,
+    }
+}
+
+/// Gives each new domain's workload the new layout's warnings that name
+/// the domain.
+fn attach_layout_warnings(suggested: &Parsed, reports: &mut [WorkloadSuggestion]) {
     for warning in &suggested.warnings {
         let finding = warning.to_finding(&suggested.source);
         if let Some(report) = reports.iter_mut().find(|r| {
@@ -424,11 +474,6 @@ pub fn suggest(
             report.warnings.push(format!("layout: {}", finding.message));
         }
     }
-    Ok(Suggestion {
-        layout_text,
-        files,
-        workloads: reports,
-    })
 }
 
 fn chosen(domain: &DomainRules, new: bool) -> ChosenDomain {
@@ -689,75 +734,43 @@ fn new_domain(
     let (key, type_name) = names.domain(workload.name.as_deref().unwrap_or(&workload.kind.value));
     let mut host: Vec<(&'static str, &'static str)> = Vec::new();
     for (need, target) in &targets {
-        match target {
+        let grant = match *target {
             Target::Class(class, level) => {
-                match host.iter_mut().find(|(name, _)| *name == class.name) {
-                    Some((_, held)) if *held == "read" => *held = level,
-                    Some(_) => {}
-                    None => host.push((class.name, level)),
-                }
-                let mut warning = format!(
-                    "grants host class `{}` ({}) at `{level}` for hostPath volume `{}` (`{}`)",
-                    class.name,
-                    class.group.describe(),
-                    need.volume.name,
-                    need.path
-                );
-                match class.beyond_labels {
-                    Some(BeyondLabels::RawDisk) => warning.push_str(
-                        ": a disk holds every file of its filesystems, protected paths included",
-                    ),
-                    Some(BeyondLabels::RuntimeApi) => warning.push_str(
-                        ": the runtime's API starts containers with any host path, so the \
-                         domain holds the runtime's authority",
-                    ),
-                    Some(BeyondLabels::RuntimeCode { from }) if *level == from => {
-                        warning.push_str(": the runtime runs what the domain writes there")
-                    }
-                    _ => {}
-                }
-                report.warnings.push(warning);
-                report.grants.push(GrantMade {
+                hold_at_least(&mut host, class.name, level);
+                report.warnings.push(class_warning(need, class, level));
+                GrantMade {
                     volume: need.volume.name.clone(),
                     host_path: need.path.to_string(),
                     level,
                     host_class: Some(class.name),
                     layout_path: None,
                     new_path: false,
-                });
+                }
             }
             Target::Path {
-                dir,
+                ref dir,
                 declared,
                 level,
             } => {
-                let rule = &layout.paths[*declared];
-                let new_path = rule.path != *dir;
+                let new_path = layout.paths[declared].path != *dir;
                 if new_path {
                     add_new_path(
-                        additions, names, layout, *declared, dir, &key, level, &origin,
+                        additions, names, layout, declared, dir, &key, level, &origin,
                     );
                 } else {
-                    match additions
-                        .grants
-                        .iter_mut()
-                        .find(|(i, k, _)| i == declared && *k == key)
-                    {
-                        Some((_, _, held)) if *held == "read" => *held = level,
-                        Some(_) => {}
-                        None => additions.grants.push((*declared, key.clone(), level)),
-                    }
+                    grant_declared(additions, declared, &key, level);
                 }
-                report.grants.push(GrantMade {
+                GrantMade {
                     volume: need.volume.name.clone(),
                     host_path: need.path.to_string(),
                     level,
                     host_class: None,
                     layout_path: Some(dir.clone()),
                     new_path,
-                });
+                }
             }
-        }
+        };
+        report.grants.push(grant);
     }
     additions.domains.push(NewDomain {
         key: key.clone(),
@@ -771,6 +784,59 @@ fn new_domain(
         new: true,
     });
     Some(type_name)
+}
+
+/// Holds host class `class` at `level` in `host`, raising a `read` it
+/// holds already.
+fn hold_at_least(
+    host: &mut Vec<(&'static str, &'static str)>,
+    class: &'static str,
+    level: &'static str,
+) {
+    match host.iter_mut().find(|(name, _)| *name == class) {
+        Some((_, held)) if *held == "read" => *held = level,
+        Some(_) => {}
+        None => host.push((class, level)),
+    }
+}
+
+/// The warning that a host class is granted for `need`, with what the
+/// class holds beyond its labels.
+fn class_warning(need: &Need<'_>, class: &HostClass, level: &'static str) -> String {
+    let mut warning = format!(
+        "grants host class `{}` ({}) at `{level}` for hostPath volume `{}` (`{}`)",
+        class.name,
+        class.group.describe(),
+        need.volume.name,
+        need.path
+    );
+    match class.beyond_labels {
+        Some(BeyondLabels::RawDisk) => warning
+            .push_str(": a disk holds every file of its filesystems, protected paths included"),
+        Some(BeyondLabels::RuntimeApi) => warning.push_str(
+            ": the runtime's API starts containers with any host path, so the domain holds \
+             the runtime's authority",
+        ),
+        Some(BeyondLabels::RuntimeCode { from }) if level == from => {
+            warning.push_str(": the runtime runs what the domain writes there")
+        }
+        _ => {}
+    }
+    warning
+}
+
+/// Grants the declared path `declared` to the domain `key` at `level`,
+/// raising a `read` grant this suggestion made already.
+fn grant_declared(additions: &mut Additions, declared: usize, key: &str, level: &'static str) {
+    match additions
+        .grants
+        .iter_mut()
+        .find(|(i, k, _)| *i == declared && k == key)
+    {
+        Some((_, _, held)) if *held == "read" => *held = level,
+        Some(_) => {}
+        None => additions.grants.push((declared, key.to_owned(), level)),
+    }
 }
 
 /// Declares `dir` below the declared path `parent` (or adds `key` to it

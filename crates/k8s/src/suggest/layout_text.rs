@@ -114,87 +114,128 @@ pub(super) fn render(
 ) -> Result<String, LayoutTextError> {
     let lines = lines(text);
     let mut inserts: Vec<(usize, String)> = Vec::new();
-    let line_index = |pos: Pos| usize::try_from(pos.line).ok()?.checked_sub(1);
+    insert_domains(text, &lines, layout, &additions.domains, &mut inserts)?;
+    insert_paths(text, &lines, layout, &additions.paths, &mut inserts)?;
+    insert_grants(&lines, layout, &additions.grants, &mut inserts)?;
+    insert_transitions(&lines, layout, &additions.transitions, &mut inserts)?;
+    Ok(apply(text, &inserts))
+}
 
-    if !additions.domains.is_empty() {
-        let first = layout
-            .domains
-            .first()
-            .ok_or(LayoutTextError::NoEntries("domains"))?;
-        let at = line_index(first.pos)
-            .filter(|i| *i < lines.len())
-            .ok_or(LayoutTextError::NoLine("domain"))?;
-        let key_indent = usize::try_from(first.pos.column)
-            .unwrap_or(1)
-            .saturating_sub(1);
-        if lines[at].indent() != key_indent {
-            return Err(LayoutTextError::FlowDomains);
-        }
-        let last = block_end(&lines, at, |line| line.indent() >= key_indent);
-        let pad = " ".repeat(key_indent);
-        let mut block = String::new();
-        for domain in &additions.domains {
-            block.push_str(&format!("{pad}# suggested for {}\n", domain.origin));
-            block.push_str(&format!("{pad}{}:\n", domain.key));
-            block.push_str(&format!("{pad}  type: {}\n", domain.type_name));
-            block.push_str(&format!("{pad}  agent: true\n"));
-            if !domain.host.is_empty() {
-                let host: Vec<String> = domain
-                    .host
-                    .iter()
-                    .map(|(class, level)| format!("{class}: {level}"))
-                    .collect();
-                block.push_str(&format!("{pad}  host: {{ {} }}\n", host.join(", ")));
-            }
-        }
-        let at = after_line(text, &lines[last], &mut inserts);
-        inserts.push((at, block));
+/// The index in the text's lines of the line at `pos`.
+fn line_index(pos: Pos) -> Option<usize> {
+    usize::try_from(pos.line).ok()?.checked_sub(1)
+}
+
+/// The new domains, as one block after the layout's last domain, at the
+/// indent of its first.
+fn insert_domains(
+    text: &str,
+    lines: &[Line<'_>],
+    layout: &Layout,
+    domains: &[NewDomain],
+    inserts: &mut Vec<(usize, String)>,
+) -> Result<(), LayoutTextError> {
+    if domains.is_empty() {
+        return Ok(());
     }
-
-    if !additions.paths.is_empty() {
-        let first = layout
-            .paths
-            .iter()
-            .min_by_key(|p| (p.pos.line, p.pos.column))
-            .ok_or(LayoutTextError::NoEntries("paths"))?;
-        let at = line_index(first.pos).ok_or(LayoutTextError::NoLine("path"))?;
-        let dash = entry_start(&lines, at).ok_or(LayoutTextError::FlowPaths)?;
-        let dash_indent = lines[dash].indent();
-        let last = block_end(&lines, dash, |line| {
-            line.indent() > dash_indent
-                || (line.indent() == dash_indent && line.text.trim_start().starts_with('-'))
-        });
-        let pad = " ".repeat(dash_indent);
-        let mut block = String::new();
-        for path in &additions.paths {
-            block.push('\n');
-            for origin in &path.origins {
-                block.push_str(&format!("{pad}# suggested for {origin}\n"));
-            }
-            block.push_str(&format!("{pad}- path: {}\n", path.path));
-            block.push_str(&format!("{pad}  type: {}\n", path.type_name));
-            let access: Vec<String> = path
-                .access
+    let first = layout
+        .domains
+        .first()
+        .ok_or(LayoutTextError::NoEntries("domains"))?;
+    let at = line_index(first.pos)
+        .filter(|i| *i < lines.len())
+        .ok_or(LayoutTextError::NoLine("domain"))?;
+    let key_indent = usize::try_from(first.pos.column)
+        .unwrap_or(1)
+        .saturating_sub(1);
+    if lines[at].indent() != key_indent {
+        return Err(LayoutTextError::FlowDomains);
+    }
+    let last = block_end(lines, at, |line| line.indent() >= key_indent);
+    let pad = " ".repeat(key_indent);
+    let mut block = String::new();
+    for domain in domains {
+        block.push_str(&format!("{pad}# suggested for {}\n", domain.origin));
+        block.push_str(&format!("{pad}{}:\n", domain.key));
+        block.push_str(&format!("{pad}  type: {}\n", domain.type_name));
+        block.push_str(&format!("{pad}  agent: true\n"));
+        if !domain.host.is_empty() {
+            let host: Vec<String> = domain
+                .host
                 .iter()
-                .map(|(key, level)| format!("{key}: {level}"))
+                .map(|(class, level)| format!("{class}: {level}"))
                 .collect();
-            block.push_str(&format!("{pad}  access: {{ {} }}\n", access.join(", ")));
+            block.push_str(&format!("{pad}  host: {{ {} }}\n", host.join(", ")));
         }
-        let at = after_line(text, &lines[last], &mut inserts);
-        inserts.push((at, block));
     }
+    let at = after_line(text, &lines[last], inserts);
+    inserts.push((at, block));
+    Ok(())
+}
 
-    for (index, key, level) in &additions.grants {
+/// The new paths, as one block after the layout's last path entry, at the
+/// indent of its dashes.
+fn insert_paths(
+    text: &str,
+    lines: &[Line<'_>],
+    layout: &Layout,
+    paths: &[NewPath],
+    inserts: &mut Vec<(usize, String)>,
+) -> Result<(), LayoutTextError> {
+    if paths.is_empty() {
+        return Ok(());
+    }
+    let first = layout
+        .paths
+        .iter()
+        .min_by_key(|p| (p.pos.line, p.pos.column))
+        .ok_or(LayoutTextError::NoEntries("paths"))?;
+    let at = line_index(first.pos).ok_or(LayoutTextError::NoLine("path"))?;
+    let dash = entry_start(lines, at).ok_or(LayoutTextError::FlowPaths)?;
+    let dash_indent = lines[dash].indent();
+    let last = block_end(lines, dash, |line| {
+        line.indent() > dash_indent
+            || (line.indent() == dash_indent && line.text.trim_start().starts_with('-'))
+    });
+    let pad = " ".repeat(dash_indent);
+    let mut block = String::new();
+    for path in paths {
+        block.push('\n');
+        for origin in &path.origins {
+            block.push_str(&format!("{pad}# suggested for {origin}\n"));
+        }
+        block.push_str(&format!("{pad}- path: {}\n", path.path));
+        block.push_str(&format!("{pad}  type: {}\n", path.type_name));
+        let access: Vec<String> = path
+            .access
+            .iter()
+            .map(|(key, level)| format!("{key}: {level}"))
+            .collect();
+        block.push_str(&format!("{pad}  access: {{ {} }}\n", access.join(", ")));
+    }
+    let at = after_line(text, &lines[last], inserts);
+    inserts.push((at, block));
+    Ok(())
+}
+
+/// Each grant of an existing path, first in its entry's `access`.
+fn insert_grants(
+    lines: &[Line<'_>],
+    layout: &Layout,
+    grants: &[(usize, String, &'static str)],
+    inserts: &mut Vec<(usize, String)>,
+) -> Result<(), LayoutTextError> {
+    for (index, key, level) in grants {
         let rule = &layout.paths[*index];
         let at = line_index(rule.pos).ok_or(LayoutTextError::NoLine("path"))?;
-        let dash = entry_start(&lines, at)
+        let dash = entry_start(lines, at)
             .ok_or_else(|| LayoutTextError::FlowEntry(rule.path.to_string()))?;
         let indent = lines[dash].indent();
-        let last = block_end(&lines, dash, |line| line.indent() > indent);
+        let last = block_end(lines, dash, |line| line.indent() > indent);
         let entry = dash..=last;
         inserts.push(
             add_to_collection(
-                &lines,
+                lines,
                 entry,
                 "access",
                 &format!("{key}: {level}"),
@@ -207,14 +248,24 @@ pub(super) fn render(
             })?,
         );
     }
+    Ok(())
+}
 
-    for (index, key) in &additions.transitions {
+/// Each new domain an existing domain may start, first in its
+/// `transitions`.
+fn insert_transitions(
+    lines: &[Line<'_>],
+    layout: &Layout,
+    transitions: &[(usize, String)],
+    inserts: &mut Vec<(usize, String)>,
+) -> Result<(), LayoutTextError> {
+    for (index, key) in transitions {
         let domain = &layout.domains[*index];
         let at = line_index(domain.pos).ok_or(LayoutTextError::NoLine("domain"))?;
         let indent = lines[at].indent();
-        let last = block_end(&lines, at, |line| line.indent() > indent);
+        let last = block_end(lines, at, |line| line.indent() > indent);
         inserts.push(
-            add_to_collection(&lines, at..=last, "transitions", key, Collection::Sequence)
+            add_to_collection(lines, at..=last, "transitions", key, Collection::Sequence)
                 .ok_or_else(|| LayoutTextError::NoPlace {
                     key: key.clone(),
                     field: "transitions",
@@ -222,8 +273,12 @@ pub(super) fn render(
                 })?,
         );
     }
+    Ok(())
+}
 
-    // Apply back to front; at one offset, in the order decided.
+/// `text` with `inserts` made: back to front, and at one offset in the
+/// order they were decided.
+fn apply(text: &str, inserts: &[(usize, String)]) -> String {
     let mut out = text.to_owned();
     let mut order: Vec<usize> = (0..inserts.len()).collect();
     order.sort_by_key(|i| (std::cmp::Reverse(inserts[*i].0), std::cmp::Reverse(*i)));
@@ -231,7 +286,7 @@ pub(super) fn render(
         let (at, insert) = &inserts[i];
         out.insert_str(*at, insert);
     }
-    Ok(out)
+    out
 }
 
 /// The offset just past `line`; a text without a final line break gets one
