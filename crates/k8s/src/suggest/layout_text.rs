@@ -160,17 +160,21 @@ fn insert_domains(
         block.push_str(&format!("{pad}  type: {}\n", domain.type_name));
         block.push_str(&format!("{pad}  agent: true\n"));
         if !domain.host.is_empty() {
-            let host: Vec<String> = domain
-                .host
-                .iter()
-                .map(|(class, level)| format!("{class}: {level}"))
-                .collect();
-            block.push_str(&format!("{pad}  host: {{ {} }}\n", host.join(", ")));
+            block.push_str(&format!("{pad}  host: {}\n", flow_mapping(&domain.host)));
         }
     }
     let at = after_line(text, &lines[last], inserts);
     inserts.push((at, block));
     Ok(())
+}
+
+/// `{ key: level, … }`: how the layout writes `host:` and `access:`.
+fn flow_mapping<K: std::fmt::Display, V: std::fmt::Display>(pairs: &[(K, V)]) -> String {
+    let items: Vec<String> = pairs
+        .iter()
+        .map(|(key, level)| format!("{key}: {level}"))
+        .collect();
+    format!("{{ {} }}", items.join(", "))
 }
 
 /// The new paths, as one block after the layout's last path entry, at the
@@ -206,12 +210,7 @@ fn insert_paths(
         }
         block.push_str(&format!("{pad}- path: {}\n", path.path));
         block.push_str(&format!("{pad}  type: {}\n", path.type_name));
-        let access: Vec<String> = path
-            .access
-            .iter()
-            .map(|(key, level)| format!("{key}: {level}"))
-            .collect();
-        block.push_str(&format!("{pad}  access: {{ {} }}\n", access.join(", ")));
+        block.push_str(&format!("{pad}  access: {}\n", flow_mapping(&path.access)));
     }
     let at = after_line(text, &lines[last], inserts);
     inserts.push((at, block));
