@@ -45,27 +45,26 @@ impl SourceFile {
 
     /// The text of 1-based line `line`, without its line break.
     pub(crate) fn line(&self, line: u32) -> Option<&str> {
+        let (_, line) = self.raw_line(line)?;
+        Some(line.strip_suffix('\r').unwrap_or(line))
+    }
+
+    /// The byte offset and text of 1-based line `line`, without its `\n`.
+    fn raw_line(&self, line: u32) -> Option<(usize, &str)> {
         let index = usize::try_from(line).ok()?.checked_sub(1)?;
         let start = *self.line_starts.get(index)?;
         let end = self
             .line_starts
             .get(index + 1)
             .map_or(self.text.len(), |next| next - 1);
-        let line = self.text.get(start..end)?;
-        Some(line.strip_suffix('\r').unwrap_or(line))
+        Some((start, self.text.get(start..end)?))
     }
 
     /// The byte offset of 1-based `line` and character `column` (the
     /// parser's positions), if the file has it; a column one past the end
     /// of the line is its end.
     pub(crate) fn offset(&self, line: u32, column: u32) -> Option<usize> {
-        let index = usize::try_from(line).ok()?.checked_sub(1)?;
-        let start = *self.line_starts.get(index)?;
-        let end = self
-            .line_starts
-            .get(index + 1)
-            .map_or(self.text.len(), |next| next - 1);
-        let text = self.text.get(start..end)?;
+        let (start, text) = self.raw_line(line)?;
         let skip = usize::try_from(column).ok()?.checked_sub(1)?;
         let mut chars = text.char_indices().map(|(at, _)| at).chain([text.len()]);
         chars.nth(skip).map(|at| start + at)
