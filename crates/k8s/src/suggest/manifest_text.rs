@@ -50,10 +50,15 @@ pub(super) fn type_edit(
             let end = source
                 .offset(pos.line, pos.column.saturating_add(pos.width))
                 .ok_or_else(|| unplaceable(source, *pos))?;
+            // A quoted value stays quoted (JSON needs it).
+            let insert = match source.text()[at..].chars().next() {
+                Some(quote @ ('"' | '\'')) => format!("{quote}{selinux_type}{quote}"),
+                _ => selinux_type.to_owned(),
+            };
             Ok(Edit {
                 at,
                 remove: end - at,
-                insert: selinux_type.to_owned(),
+                insert,
             })
         }
         TypeSpot::Aliased { at } => Err(PatchError::Aliased {
@@ -65,10 +70,19 @@ pub(super) fn type_edit(
             let text = source.text();
             let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
             if text[start..].starts_with('{') {
-                // A flow mapping: the keys go first inside its braces.
-                let mut value = format!("{{type: {selinux_type}}}");
+                // A flow mapping: the keys go first inside its braces,
+                // quoted when its keys are (a JSON manifest).
+                let json = text[start + 1..].trim_start().starts_with('"');
+                let quote = |word: &str| {
+                    if json {
+                        format!("\"{word}\"")
+                    } else {
+                        word.to_owned()
+                    }
+                };
+                let mut value = format!("{{{}: {}}}", quote("type"), quote(selinux_type));
                 for key in missing.iter().rev().skip(1) {
-                    value = format!("{{{key}: {value}}}");
+                    value = format!("{{{}: {value}}}", quote(key));
                 }
                 let inner = value[1..value.len() - 1].to_owned();
                 let empty = text[start + 1..].trim_start().starts_with('}');
@@ -180,9 +194,15 @@ spec:
         - name: b
           securityContext:
             seLinuxOptions:
-              type: agent_t
+              type: \"agent_t\"
 ";
         assert_eq!(set_type(before, "agent_t"), after);
+        let json = "{\"kind\": \"Pod\", \"spec\": {\"containers\": [], \"securityContext\": {\"seLinuxOptions\": {\"type\": \"spc_t\"}}}}\n";
+        assert_eq!(set_type(json, "x_t"), json.replace("spc_t", "x_t"));
+        assert_eq!(
+            set_type("{\"kind\": \"Pod\", \"spec\": {\"containers\": []}}", "x_t"),
+            "{\"kind\": \"Pod\", \"spec\": {\"securityContext\": {\"seLinuxOptions\": {\"type\": \"x_t\"}}, \"containers\": []}}"
+        );
         assert_eq!(
             set_type("kind: Pod\nspec: {securityContext: {}}\n", "x_t"),
             "kind: Pod\nspec: {securityContext: {seLinuxOptions: {type: x_t}}}\n"
