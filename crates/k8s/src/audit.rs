@@ -659,7 +659,7 @@ fn grant_remedy(path: &NormalPath, first: Option<&DomainRules>, granting: &[&str
     match (first, classes.is_empty()) {
         (Some(domain), false) if domain.kind == DomainKind::Agent => format!(
             "host class{} {} cover{} it: grant one to `{}` under `host:` in the layout \
-             (`semanifest suggest` writes the grant)",
+             (`semanifest suggest` writes a domain holding it)",
             if classes.len() == 1 { "" } else { "es" },
             classes
                 .iter()
@@ -671,7 +671,7 @@ fn grant_remedy(path: &NormalPath, first: Option<&DomainRules>, granting: &[&str
         ),
         (Some(domain), true) if domain.kind == DomainKind::Agent => format!(
             "declare the path in the layout and grant it to `{}` in its `access:` \
-             (`semanifest suggest` writes the grant)",
+             (`semanifest suggest` writes a domain holding it when a declared path holds it)",
             domain.key
         ),
         _ => host_path_advice(path).map_or_else(
