@@ -74,8 +74,8 @@ rule!(STORE_FILECON_RESOLVED, "store-filecon-resolved", "StoreFileContextResolve
     "A store file context collided with or shadowed a layout path; the module writes lines that win.",
     "An identical regex in two modules is deduplicated by secilc in module-name order, and a store spec that sorts later wins; the module's lines are chosen so neither decides, and proven by lookups.");
 rule!(STORE_FILECON_KEPT, "store-filecon-kept", "StoreFileContextKept", Note,
-    "A store file context keeps labelling what it names below an unprotected layout path.",
-    "Below unprotected paths the store's refinements (e.g. container image layers) stay; name the path in the layout to change it.");
+    "A store file context keeps labelling what it names at or below an unprotected layout path.",
+    "Below unprotected paths the store's refinements (e.g. container image layers) stay, and an unprotected path with the base policy's own type (`baseType: true`) is left to the store altogether; name the path in the layout with a type of its own, or protect it, to change it.");
 rule!(STORE_FILECON_ALIASED, "store-filecon-aliased", "StoreFileContextAliased", Note,
     "The store's substitution files alias a layout path elsewhere; it is labelled through the alias.",
     "libselinux rewrites keys below an alias (e.g. /var/mnt → /mnt) before matching, so the layout's type is given to the real path: by the store's own lines when they already give it, else by the module's.");

@@ -79,6 +79,7 @@ pub(crate) fn check(
                 }
                 Event::Aliased { .. } => &rules::STORE_FILECON_ALIASED,
                 Event::Kept { .. } => continue,
+                Event::LeftToStore { .. } => &rules::STORE_FILECON_KEPT,
             };
             outcome.findings.push(finding(
                 rule,

@@ -138,25 +138,12 @@ fn prediction_is_what_secilc_builds_from_the_store_and_the_module() {
 #[test]
 fn rules_on_modules_that_may_be_missing_sit_in_optional_blocks() {
     // The default layout labels containerd's snapshot and sandbox
-    // directories with the runtime's own container_file_t, a type of the
-    // container module: file contexts cannot sit in optional blocks, so
-    // those two lines need the module. Without them the layout needs none.
-    let dir = tempfile::tempdir().unwrap();
-    let default = fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("layouts/structured-var.yaml"),
-    )
-    .unwrap();
-    let entries: Vec<&str> = default.split("\n    - path: ").collect();
-    let kept: Vec<&str> = entries
-        .iter()
-        .copied()
-        .filter(|entry| !entry.starts_with("/var/lib/containerd/io.containerd."))
-        .collect();
-    assert_eq!(kept.len() + 2, entries.len(), "the two containerd paths");
-    let layout = dir.path().join("layout.yaml");
-    fs::write(&layout, kept.join("\n    - path: ")).unwrap();
+    // directories with the base policy's container_file_t: on a store that
+    // content is left to the store's own container policy, so no file
+    // context of the module names a type of the container module, and the
+    // module needs no module but the base.
     let out = tempfile::tempdir().unwrap();
-    let output = build(out.path(), &["--layout", layout.to_str().unwrap()]);
+    let output = build(out.path(), &[]);
     assert!(output.status.success(), "{}", stderr(&output));
     let cil = fs::read_to_string(out.path().join("structured_var.cil")).unwrap();
     assert!(
@@ -167,15 +154,40 @@ fn rules_on_modules_that_may_be_missing_sit_in_optional_blocks() {
         cil.contains(";; Needs module virt: left out if it is removed."),
         "{cil}"
     );
+    assert!(
+        !cil.lines()
+            .any(|l| l.starts_with("(filecon") && l.contains("container_file_t")),
+        "{cil}"
+    );
     // The proof: the module still compiles once container-selinux is gone
     // (its blocks drop out), and the file types it declares stay.
-    let mut files = stub_modules(&["container"]);
-    files.push(out.path().join("structured_var.cil"));
-    let compiled = tempfile::tempdir().unwrap();
-    let output = secilc(compiled.path(), &files);
+    let without_container = |module: &Path| {
+        let mut files = stub_modules(&["container"]);
+        files.push(module.to_path_buf());
+        let compiled = tempfile::tempdir().unwrap();
+        let output = secilc(compiled.path(), &files);
+        let contexts =
+            fs::read_to_string(compiled.path().join("file_contexts")).unwrap_or_default();
+        (output, contexts)
+    };
+    let (output, contexts) = without_container(&out.path().join("structured_var.cil"));
     assert!(output.status.success(), "{}", stderr(&output));
-    let contexts = fs::read_to_string(compiled.path().join("file_contexts")).unwrap();
     assert!(contexts.contains("etcd_var_t"), "{contexts}");
+
+    // Control: one file context naming container_file_t, as the module
+    // wrote for those directories before, ties it to the container module.
+    let tied = out.path().join("tied.cil");
+    fs::write(
+        &tied,
+        format!(
+            "{cil}(filecon \"/var/lib/containerd/io\\.containerd\\.grpc\\.v1\\.cri/sandboxes(/.*)?\" any \
+             (system_u object_r container_file_t ((s0) (s0))))\n"
+        ),
+    )
+    .unwrap();
+    let (output, _) = without_container(&tied);
+    assert!(!output.status.success());
+    assert!(stderr(&output).contains("filecon"), "{}", stderr(&output));
 }
 
 #[test]

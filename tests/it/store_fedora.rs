@@ -218,6 +218,47 @@ fn var_mnt_is_labelled_through_the_alias_of_mnt() {
 }
 
 #[test]
+fn containerd_content_keeps_the_stores_own_types() {
+    let Some(built) = built("store_fedora::containerd_content_keeps_the_stores_own_types") else {
+        return;
+    };
+    let stock = LibSelinux::open(&built.root.join(FC)).unwrap();
+    let merged = LibSelinux::open(&built.installed.path().join(FC)).unwrap();
+    // container-selinux: image layers container_file_t, sandboxes
+    // container_ro_file_t (the control: not the layout's container_file_t).
+    let types = ["container_file_t", "container_ro_file_t"];
+    for (key, type_name) in crate::store_refpolicy::CONTAINERD_CONTENT
+        .into_iter()
+        .zip(types)
+    {
+        for kind in [FileKind::Dir, FileKind::File] {
+            let theirs = stock.lookup(key.as_bytes(), kind);
+            assert_eq!(
+                theirs,
+                Answer::Label(format!("system_u:object_r:{type_name}:s0")),
+                "{key} {kind:?}"
+            );
+            assert_eq!(
+                merged.lookup(key.as_bytes(), kind),
+                theirs,
+                "{key} {kind:?}"
+            );
+        }
+    }
+    let report = report(built.out.path());
+    for path in report["paths"].as_array().unwrap() {
+        if path["path"]
+            .as_str()
+            .unwrap()
+            .starts_with("/var/lib/containerd/")
+        {
+            assert_eq!(path["lines"], serde_json::json!([]), "{path}");
+            assert_eq!(path["events"][0]["kind"], "left-to-store", "{path}");
+        }
+    }
+}
+
+#[test]
 fn store_services_keep_their_access_or_are_named() {
     let Some(built) = built("store_fedora::store_services_keep_their_access_or_are_named") else {
         return;

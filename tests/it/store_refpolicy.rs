@@ -322,6 +322,43 @@ fn merged_lookups_give_the_layout_types_and_libselinux_agrees() {
     fc_oracle::assert_file_agrees_with_libselinux(&fc);
 }
 
+/// Keys of containerd's image layers and pod sandboxes, which the default
+/// layout gives the base policy's `container_file_t` (`baseType: true`).
+pub(crate) const CONTAINERD_CONTENT: [&str; 2] = [
+    "/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs/snapshots/1/fs/x",
+    "/var/lib/containerd/io.containerd.grpc.v1.cri/sandboxes/abc/hostname",
+];
+
+#[test]
+fn containerd_content_keeps_the_stores_own_types() {
+    let built = built();
+    let stock = LibSelinux::open(&built.root.join(INSTALLED_FC)).unwrap();
+    let merged = LibSelinux::open(&built.installed.path().join(INSTALLED_FC)).unwrap();
+    for key in CONTAINERD_CONTENT {
+        for kind in [FileKind::Dir, FileKind::File] {
+            let theirs = stock.lookup(key.as_bytes(), kind);
+            // The container module's own type, not the standalone base's
+            // (the control: what the layout would have written).
+            assert_eq!(
+                theirs,
+                Answer::Label("system_u:object_r:container_ro_file_t:s0".into()),
+                "{key} {kind:?}"
+            );
+            assert_eq!(
+                merged.lookup(key.as_bytes(), kind),
+                theirs,
+                "{key} {kind:?}"
+            );
+        }
+    }
+    let cil = fs::read_to_string(built.out.path().join(format!("{MODULE}.cil"))).unwrap();
+    assert!(
+        !cil.lines()
+            .any(|l| l.starts_with("(filecon") && l.contains("container_file_t")),
+        "{cil}"
+    );
+}
+
 #[test]
 fn report_names_collisions_the_workload_set_and_who_else_reaches() {
     let built = built();

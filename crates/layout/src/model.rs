@@ -236,8 +236,12 @@ impl HostGrant {
 pub struct PathRule {
     pub path: String,
     pub type_name: String,
-    /// The type is the base policy's (declared with `baseType: true`).
+    /// The type is the base policy's (declared with `baseType: true`, or
+    /// a store's type adopted as it is).
     pub type_in_base: bool,
+    /// Declared with `baseType: true`: the standalone base's own type on
+    /// purpose (container content, as that base labels it).
+    pub base_type: bool,
     pub description: Option<String>,
     pub mode: Option<u32>,
     pub owner: Option<Owner>,

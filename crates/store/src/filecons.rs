@@ -224,6 +224,10 @@ pub enum Event {
     /// looks its keys up as the real path's, so the real path is what gets
     /// labelled.
     Aliased { alias: Alias, label: AliasLabel },
+    /// The path's type is the base policy's own (`baseType: true`), the
+    /// store has it, and the layout does not protect the path: the store's
+    /// own specs label it and its subtree, and no line is written.
+    LeftToStore { type_name: String },
 }
 
 /// How an aliased layout path gets its type.
@@ -257,6 +261,8 @@ pub(crate) struct PathLines {
     pub type_name: String,
     pub lines: Vec<Line>,
     pub events: Vec<Event>,
+    /// What the merged file gives the path (as a directory).
+    pub merged: Option<String>,
 }
 
 /// A key the proof looks up, and the context it must get.
@@ -446,16 +452,33 @@ struct PathState {
     overrides: BTreeSet<usize>,
     aliased: Option<(Alias, AliasLabel)>,
     shadows: BTreeSet<usize>,
+    /// [`left_to_store`]: no line, no probe.
+    by_store: bool,
+}
+
+/// Whether the store, not the module, labels `rule`'s path: the layout
+/// gives it the base policy's own type (`baseType: true`: container
+/// content, as the standalone base labels it), does not protect it, and
+/// the store has that type, so the store's own container policy labels
+/// that content its way (container-selinux and refpolicy's container module
+/// each label containerd's snapshots and sandboxes themselves).
+pub(crate) fn left_to_store(
+    rule: &layout::model::PathRule,
+    store_types: &BTreeSet<String>,
+) -> bool {
+    rule.base_type && !rule.protected && store_types.contains(&rule.type_name)
 }
 
 /// Chooses the module's lines for every layout path against the store's
 /// specs, and proves them on the merged file in `work_dir`. `stock` is the
 /// store's file contexts with its siblings: what an alias rewrites a path
-/// to, and what the store gives it.
+/// to, and what the store gives it. `store_types` are the layout's file
+/// types the store has: a path [`left_to_store`] gets no line.
 pub(crate) fn resolve(
     layout: &Layout,
     store: &StoreContexts<'_>,
     stock: &FileContexts,
+    store_types: &BTreeSet<String>,
     work_dir: &Path,
 ) -> Result<Resolution, FileconError> {
     let (labels, aliased) = follow_aliases(layout, store, stock)?;
@@ -464,12 +487,13 @@ pub(crate) fn resolve(
         .iter()
         .zip(&aliased)
         .enumerate()
-        .map(|(index, (_, aliased))| PathState {
+        .map(|(index, (rule, aliased))| PathState {
             form: PathForm::Plain,
             exact: exact_line(&labels[index], store.specs),
             overrides: BTreeSet::new(),
             aliased: aliased.clone(),
             shadows: BTreeSet::new(),
+            by_store: left_to_store(rule, store_types),
         })
         .collect();
     let owned: Vec<Vec<usize>> = (0..layout.paths.len())
@@ -519,7 +543,7 @@ pub(crate) fn resolve(
                     continue;
                 }
             }
-            return Ok(resolution);
+            return Ok(with_merged_labels(resolution, &contexts));
         }
         let mut progressed = false;
         for mismatch in mismatches {
@@ -539,8 +563,18 @@ pub(crate) fn resolve(
             mismatch: Box::new(mismatch),
         }
         .into()),
-        None => Ok(resolution),
+        None => Ok(with_merged_labels(resolution, &contexts)),
     }
+}
+
+/// Records what the merged file gives each path (as a directory).
+fn with_merged_labels(mut resolution: Resolution, merged: &FileContexts) -> Resolution {
+    for path in &mut resolution.paths {
+        path.merged = merged
+            .lookup(path.path.as_bytes(), FileKind::Dir)
+            .map(str::to_owned);
+    }
+    resolution
 }
 
 /// A `PATH/.*` line must never read like a store spec: secilc would keep
@@ -948,6 +982,19 @@ fn assemble(
         let label = &labels[index];
         let mut lines = Vec::new();
         let mut events = Vec::new();
+        if state.by_store {
+            events.push(Event::LeftToStore {
+                type_name: rule.type_name.clone(),
+            });
+            resolution.paths.push(PathLines {
+                path: rule.path.clone(),
+                type_name: rule.type_name.clone(),
+                lines,
+                events,
+                merged: None,
+            });
+            continue;
+        }
         if let Some((alias, how)) = &state.aliased {
             events.push(Event::Aliased {
                 alias: alias.clone(),
@@ -965,6 +1012,7 @@ fn assemble(
                     type_name: rule.type_name.clone(),
                     lines,
                     events,
+                    merged: None,
                 });
                 continue;
             }
@@ -1032,6 +1080,7 @@ fn assemble(
             type_name: rule.type_name.clone(),
             lines,
             events,
+            merged: None,
         });
     }
     resolution
@@ -1305,7 +1354,7 @@ mod tests {
             &merged_text(&store, &[]),
         )
         .unwrap();
-        resolve(&layout(), &store, &stock, dir.path())
+        resolve(&layout(), &store, &stock, &BTreeSet::new(), dir.path())
     }
 
     fn base_specs() -> Vec<StoreSpec> {

@@ -187,7 +187,13 @@ fn file_contexts(out: &mut String, report: &ModuleReport) {
             .as_deref()
             .map(|s| format!(" from {s}"))
             .unwrap_or_default();
-        if path.lines.is_empty() {
+        if path.lines.is_empty() && before != path.after {
+            let _ = writeln!(
+                out,
+                "  {}: {before}{from}; no line written (the path itself: {}, from the lines above it):",
+                path.path, path.after
+            );
+        } else if path.lines.is_empty() {
             let _ = writeln!(out, "  {}: {before}{from}; no line written:", path.path);
         } else if before == path.after {
             let _ = writeln!(out, "  {}: {} (unchanged)", path.path, path.after);
@@ -467,6 +473,11 @@ pub fn describe_event(event: &Event) -> String {
         Event::Kept { spec: s } => format!(
             "kept: {} still labels what it names below the path (not protected)",
             spec(s)
+        ),
+        Event::LeftToStore { type_name } => format!(
+            "left to the store: the layout gives it the base policy's own `{type_name}` (`baseType: true`) \
+             without protecting it, and the store has that type: its container policy labels that content its \
+             way, so no line is written and what lies below the path keeps the store's labels"
         ),
         Event::Aliased { alias, label } => {
             let how = match label {

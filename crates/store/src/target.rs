@@ -25,7 +25,7 @@ use super::carry::{self, Carried, LossInputs, Losses, Retyped};
 use super::compile::{self, Compiled, Input, Neverallows, StoreViolation};
 use super::domains::{map_domains, DomainMapping, Origin};
 use super::facts::Facts;
-use super::filecons::{self, Purpose, Resolution, Siblings, StoreContexts, StoreSpec};
+use super::filecons::{self, Event, Purpose, Resolution, Siblings, StoreContexts, StoreSpec};
 use super::module_report::{render_text, ModuleReport, PathReport, ProvenProtection, Verification};
 use super::open::{Built, Form, Settings, Store};
 use super::profile::{Profile, ProfileName};
@@ -838,6 +838,7 @@ fn decide(
         layout,
         &contexts,
         &stock,
+        &adopted,
         &baseline.work_dir().join("resolve"),
     )?;
     tracing::debug!("file contexts resolved");
@@ -1550,12 +1551,20 @@ fn path_reports(
                     _ => format!("`{}` ({}:{})", w.regex, w.file, w.line),
                 }
             });
+            let by_store = lines
+                .events
+                .iter()
+                .any(|e| matches!(e, Event::LeftToStore { .. }));
+            let after = match &lines.merged {
+                Some(merged) if by_store => merged.clone(),
+                _ => rule.context(),
+            };
             PathReport {
                 path: rule.path.clone(),
                 type_name: rule.type_name.clone(),
                 before,
                 before_spec,
-                after: rule.context(),
+                after,
                 lines: lines.lines.clone(),
                 events: lines.events.clone(),
             }
@@ -1565,6 +1574,21 @@ fn path_reports(
 
 fn store_note(path: &PathReport) -> Option<String> {
     let before = path.before.as_deref().unwrap_or("<<none>>");
+    if path
+        .events
+        .iter()
+        .any(|e| matches!(e, Event::LeftToStore { .. }))
+    {
+        let from = path
+            .before_spec
+            .as_deref()
+            .map(|spec| format!(" from {spec}"))
+            .unwrap_or_default();
+        return Some(format!(
+            "was {before}{from}; left to the store's own specs (the path itself: {}): no line written",
+            path.after
+        ));
+    }
     if before == path.after {
         return Some(format!("already {before}"));
     }

@@ -798,6 +798,7 @@ fn check_path(
         path: raw.path.value.clone(),
         type_name: raw.type_name.value.clone(),
         type_in_base: in_base,
+        base_type: flag(&raw.base_type),
         description: raw.description.clone(),
         mode,
         owner,
