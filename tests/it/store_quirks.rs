@@ -222,6 +222,68 @@ fn a_second_build_reuses_the_verified_store_and_writes_the_same_bytes() {
     assert!(!stderr(&output).contains(EARLIER), "{}", stderr(&output));
 }
 
+/// A cold build compiles store + module with nothing voided: secilc lists
+/// every broken neverallow with the rules that break it, so the store's
+/// own (broken by a store module) are told from one only an `--include`
+/// file breaks, and only the store's own are remembered for later builds.
+#[test]
+fn a_cold_build_tells_the_stores_own_violations_from_newly_broken_ones() {
+    let store = store_with(&[("quirkshadow", BREAKS_A_BASE_NEVERALLOW)]);
+    let cache = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // Breaks the base's neverallow on security_t load_policy, which no
+    // store module breaks.
+    let include = dir.path().join("loader.cil");
+    fs::write(
+        &include,
+        "(type quirk_loader_t)\n(roletype system_r quirk_loader_t)\n\
+         (typeattributeset domain (quirk_loader_t))\n\
+         (allow quirk_loader_t security_t (security (load_policy)))\n",
+    )
+    .unwrap();
+    let build_cached = |out: &Path, extra: &[&str]| {
+        let output = run(semanifest()
+            .env("SEMANIFEST_CACHE_DIR", cache.path())
+            .args(["build", "--target", "module", "--against"])
+            .arg(store.path())
+            .arg("--out")
+            .arg(out)
+            .args(extra));
+        assert!(output.status.success(), "{}", stderr(&output));
+        report(out)
+    };
+    let violations = |report: &serde_json::Value| -> Vec<String> {
+        report["proof"]["store_violations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["neverallow"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let cold = build_cached(
+        &dir.path().join("cold"),
+        &["--include", include.to_str().unwrap()],
+    );
+    let cold = violations(&cold);
+    assert_eq!(cold.len(), 2, "{cold:?}");
+    assert!(cold.iter().any(|v| v.contains("shadow_t")), "{cold:?}");
+    assert!(cold.iter().any(|v| v.contains("security_t")), "{cold:?}");
+    // The cache kept the store's own alone: a warm build without the
+    // include voids shadow_t's and finds nothing else broken.
+    let warm = build_cached(&dir.path().join("warm"), &[]);
+    assert_eq!(warm["proof"]["result"], "proven");
+    let warm = violations(&warm);
+    assert_eq!(warm.len(), 1, "{warm:?}");
+    assert!(warm[0].contains("shadow_t"), "{warm:?}");
+    // Control: a warm build with the include finds the newly broken one
+    // again (it was not voided).
+    let again = build_cached(
+        &dir.path().join("again"),
+        &["--include", include.to_str().unwrap()],
+    );
+    assert_eq!(violations(&again).len(), 2);
+}
+
 #[test]
 fn map_under_a_boolean_is_not_access_to_data_and_the_report_says_what_it_is() {
     // Fedora's base: every domain may map every file type while

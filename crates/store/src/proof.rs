@@ -132,6 +132,84 @@ pub(crate) fn split_failures(
     (ours, theirs)
 }
 
+/// secilc's neverallow failures over store + added files with nothing
+/// voided, by whose they are.
+#[derive(Debug, Default)]
+pub(crate) struct ColdFailures {
+    /// The layout module's own neverallows.
+    pub ours: Vec<FailedNeverallow>,
+    /// Every other neverallow a rule of the store's own modules breaks
+    /// (`rules` counts those rules alone): what the store alone breaks.
+    pub store_own: Vec<StoreViolation>,
+    /// Every other neverallow only the added files (the module, the
+    /// includes) break.
+    pub newly_broken: Vec<StoreViolation>,
+}
+
+impl ColdFailures {
+    pub fn is_empty(&self) -> bool {
+        self.ours.is_empty() && self.store_own.is_empty() && self.newly_broken.is_empty()
+    }
+}
+
+/// [`split_failures`], with the store's neverallows told apart by the
+/// files their offending rules are in: `added` are the module's and the
+/// includes'.
+pub(crate) fn split_cold_failures(
+    output: &str,
+    module_file: &std::path::Path,
+    inputs: &[Input],
+    added: &[&std::path::Path],
+) -> ColdFailures {
+    let (ours, theirs) = split_failures(output, module_file, inputs);
+    let module_file = module_file.display().to_string();
+    let others = secilc::violated_neverallows(output)
+        .into_iter()
+        .filter(|failed| failed.file() != module_file);
+    let mut failures = ColdFailures {
+        ours,
+        ..ColdFailures::default()
+    };
+    for (failed, mut violation) in others.zip(theirs) {
+        let by_store = failed
+            .offending
+            .iter()
+            .filter(|rule| {
+                let location = rule.split_once(": ").map_or(rule.as_str(), |(at, _)| at);
+                let file = location.rsplit_once(':').map_or(location, |(file, _)| file);
+                !added.iter().any(|a| std::path::Path::new(file) == *a)
+            })
+            .count();
+        if by_store > 0 {
+            violation.rules = by_store;
+            failures.store_own.push(violation);
+        } else {
+            failures.newly_broken.push(violation);
+        }
+    }
+    failures
+}
+
+/// secilc's output with only the neverallow failures at a location
+/// `keep` accepts (every line outside a failure stays).
+pub(crate) fn blocks_of(output: &str, keep: impl Fn(&str) -> bool) -> String {
+    const MARKER: &str = "neverallow check failed at ";
+    let mut kept = String::new();
+    let mut keeping = true;
+    for line in output.lines() {
+        if let Some(at) = line.strip_prefix(MARKER) {
+            keeping = keep(at.trim());
+        } else if !line.starts_with(char::is_whitespace) {
+            keeping = true;
+        }
+        if keeping {
+            kept.push_str(line);
+            kept.push('\n');
+        }
+    }
+    kept
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -151,5 +229,54 @@ mod tests {
         assert_eq!(theirs[0].at, "base.cil:10598");
         assert_eq!(theirs[0].location(), Some(("base.cil", 10598)));
         assert_eq!(theirs[0].rules, 1);
+    }
+
+    #[test]
+    fn cold_failures_tell_the_stores_own_from_newly_broken_ones() {
+        let output = "neverallow check failed at /w/modules/base.cil:10
+  (neverallow a_t shadow_t (file (write)))
+    <root>
+    allow at /w/modules/quirk.cil:3
+      (allow quirk_t shadow_t (file (write)))
+    allow at /w/predicted/m.cil:7
+      (allow m_t shadow_t (file (write)))
+
+neverallow check failed at /w/modules/base.cil:20
+  (neverallow b_t security_t (security (load_policy)))
+    <root>
+    allow at /w/loader.cil:4
+      (allow loader_t security_t (security (load_policy)))
+
+neverallow check failed at /w/predicted/m.cil:40
+  (neverallow m_workload etcd_var_t m_protected)
+    <root>
+    allow at /w/loader.cil:5
+      (allow container_t etcd_var_t (file (read)))
+Failed to generate binary
+";
+        let inputs = [Input {
+            name: "base".to_owned(),
+            path: "/w/modules/base.cil".into(),
+        }];
+        let module = std::path::Path::new("/w/predicted/m.cil");
+        let added = [module, std::path::Path::new("/w/loader.cil")];
+        let failures = split_cold_failures(output, module, &inputs, &added);
+        assert_eq!(failures.ours.len(), 1);
+        // Broken by a store module: the store's own, counting its rules only.
+        assert_eq!(failures.store_own.len(), 1);
+        assert_eq!(failures.store_own[0].at, "base.cil:10");
+        assert_eq!(failures.store_own[0].rules, 1);
+        // Broken only by an added file.
+        assert_eq!(failures.newly_broken.len(), 1);
+        assert_eq!(failures.newly_broken[0].at, "base.cil:20");
+
+        let ours_only = blocks_of(output, |at| at.starts_with("/w/predicted/"));
+        assert!(ours_only.contains("m_workload"), "{ours_only}");
+        assert!(!ours_only.contains("shadow_t"), "{ours_only}");
+        assert!(!ours_only.contains("security_t"), "{ours_only}");
+        assert!(
+            ours_only.contains("Failed to generate binary"),
+            "{ours_only}"
+        );
     }
 }

@@ -94,6 +94,9 @@ struct AsBuilt {
     /// Our compilation (`None` when the cache answered).
     compiled: Option<Result<Compiled, compile::Refused>>,
     verification: Verification,
+    /// The cache key of the store's content, to remember what the build
+    /// learns about it.
+    key: Option<Key>,
 }
 
 /// What the cache keeps about a store whose compilation was verified.
@@ -141,9 +144,9 @@ pub struct Baseline {
     /// The whole store compiled and compared with what it built, in the
     /// background (or answered by the cache), when it has built a policy.
     as_built: Option<Background<Result<AsBuilt, Arc<StoreError>>>>,
-    /// The store's own neverallows its modules break, as soon as the
-    /// background compilation knows them.
-    store_violations: Option<Later<Vec<StoreViolation>>>,
+    /// The store's own neverallows its modules break, when an earlier
+    /// build verified this store (`None` inside: a cold build).
+    verified_earlier: Option<Later<Option<Vec<StoreViolation>>>>,
     cache: Cache,
     pub facts: Facts,
     pub profile: &'static Profile,
@@ -164,6 +167,8 @@ impl Baseline {
         options: &ModuleOptions,
         exclude: Option<&str>,
     ) -> Result<Baseline, StoreError> {
+        // Every build asks setools; its start-up overlaps the store's reading.
+        setools::start_session();
         let store = Store::open(path)?;
         tracing::debug!("store read: {} modules", store.modules.len());
         let secilc = secilc::locate(options.secilc.as_deref())?;
@@ -198,7 +203,7 @@ impl Baseline {
             _ => None,
         };
         let cache = Cache::from_env();
-        let (as_built, store_violations) = match &built {
+        let (as_built, verified_earlier) = match &built {
             None => (None, None),
             Some(_) => {
                 let (sender, receiver) = mpsc::channel();
@@ -250,7 +255,7 @@ impl Baseline {
             stock_file_contexts,
             stock,
             as_built,
-            store_violations,
+            verified_earlier,
             cache,
             facts,
             profile,
@@ -314,14 +319,36 @@ impl Baseline {
         )
     }
 
-    /// The store's own neverallows its modules break, as far as known
-    /// before the build (waits for the first background compilation).
-    fn known_violations(&self) -> Vec<StoreViolation> {
-        self.store_violations
+    /// The store's own neverallows its modules break, when an earlier
+    /// build verified this store (waits for the cache's answer only).
+    fn earlier_violations(&self) -> Option<Vec<StoreViolation>> {
+        self.verified_earlier
             .as_ref()
             .and_then(Later::get)
             .cloned()
-            .unwrap_or_default()
+            .flatten()
+    }
+
+    /// Keeps what a cold build learnt about the store (its own broken
+    /// neverallows) in the cache, once the store as it is was verified
+    /// (waits for that compilation).
+    fn remember(&self, store_violations: &[StoreViolation]) {
+        let Some(Some(Ok(AsBuilt {
+            compiled: Some(_),
+            verification: Verification::Identical { policy_bytes },
+            key: Some(key),
+        }))) = self.as_built.as_ref().map(Background::get)
+        else {
+            return;
+        };
+        self.cache.put(
+            "as-built",
+            key,
+            &VerifiedStore {
+                policy_bytes: *policy_bytes,
+                store_violations: store_violations.to_vec(),
+            },
+        );
     }
 
     /// Writes the stock store's predicted `policy.33` and `file_contexts`
@@ -358,11 +385,11 @@ impl Baseline {
     }
 }
 
-/// The background check of the store as it is: compiled with every
-/// neverallow checked, so the store's own violations are known (and sent
-/// as soon as they are, for the build's compilation to void), then
-/// compared byte for byte with what the store built. A verified store is
-/// kept in the cache, keyed by its content.
+/// The background check of the store as it is: answered by the cache
+/// when an earlier build verified the same store content (what it learnt
+/// is sent at once), else compiled as the store compiles it and compared
+/// byte for byte with what the store built. The build that follows
+/// remembers a verified store in the cache ([`Baseline::remember`]).
 struct CheckAsBuilt {
     secilc: PathBuf,
     store_built: Built,
@@ -398,22 +425,33 @@ impl CheckAsBuilt {
         Ok(key.finish())
     }
 
-    fn run(self, sender: &mpsc::Sender<Vec<StoreViolation>>) -> Result<AsBuilt, Arc<StoreError>> {
+    fn run(
+        self,
+        sender: &mpsc::Sender<Option<Vec<StoreViolation>>>,
+    ) -> Result<AsBuilt, Arc<StoreError>> {
         let key = self.key().ok().filter(|_| self.cache.is_on());
-        if let Some(key) = &key {
-            if let Some(entry) = self.cache.get::<VerifiedStore>("as-built", key) {
-                tracing::debug!("store as it is: verified earlier (cache)");
-                let _ = sender.send(entry.store_violations);
-                return Ok(AsBuilt {
-                    compiled: None,
-                    verification: Verification::Identical {
-                        policy_bytes: entry.policy_bytes,
-                    },
-                });
-            }
+        let earlier = key
+            .as_ref()
+            .and_then(|key| self.cache.get::<VerifiedStore>("as-built", key));
+        let _ = sender.send(earlier.as_ref().map(|e| e.store_violations.clone()));
+        if let Some(entry) = earlier {
+            tracing::debug!("store as it is: verified earlier (cache)");
+            return Ok(AsBuilt {
+                compiled: None,
+                verification: Verification::Identical {
+                    policy_bytes: entry.policy_bytes,
+                },
+                key,
+            });
         }
-        let (compiled, violations) = self.compile(sender).map_err(Arc::new)?;
-        let _ = sender.send(violations.clone());
+        let compiled = compile::compile(
+            &self.secilc,
+            &self.settings,
+            &self.inputs,
+            &self.work.join("as-built"),
+            Neverallows::AsStore,
+        )
+        .map_err(Arc::new)?;
         let verification = match &compiled {
             Ok(compiled) => verify(&self.store_built, compiled).map_err(Arc::new)?,
             Err(refused) => Verification::Differs {
@@ -423,71 +461,11 @@ impl CheckAsBuilt {
                 ),
             },
         };
-        if let (Some(key), Verification::Identical { policy_bytes }) = (&key, &verification) {
-            self.cache.put(
-                "as-built",
-                key,
-                &VerifiedStore {
-                    policy_bytes: *policy_bytes,
-                    store_violations: violations,
-                },
-            );
-        }
         Ok(AsBuilt {
             compiled: Some(compiled),
             verification,
+            key,
         })
-    }
-
-    /// The store compiled with every neverallow checked; when its own
-    /// fail (and the store does not check them), again with those voided.
-    #[allow(clippy::type_complexity)]
-    fn compile(
-        &self,
-        sender: &mpsc::Sender<Vec<StoreViolation>>,
-    ) -> Result<(Result<Compiled, compile::Refused>, Vec<StoreViolation>), StoreError> {
-        let out = self.work.join("as-built");
-        let checked = compile::compile(
-            &self.secilc,
-            &self.settings,
-            &self.inputs,
-            &out,
-            Neverallows::Checked,
-        )?;
-        let refused = match checked {
-            Ok(compiled) => return Ok((Ok(compiled), Vec::new())),
-            Err(refused) if !self.settings.expand_check => refused,
-            Err(refused) => return Ok((Err(refused), Vec::new())),
-        };
-        let (_, violations) = proof::split_failures(&refused.output, Path::new(""), &self.inputs);
-        if violations.is_empty() {
-            return Ok((Err(refused), Vec::new()));
-        }
-        let _ = sender.send(violations.clone());
-        let voided = compile::void_neverallows(
-            &self.inputs,
-            &violations,
-            &self.work.join("as-built-voided"),
-        )?;
-        if let Some(voided) = voided {
-            if let Ok(compiled) = compile::compile(
-                &self.secilc,
-                &self.settings,
-                &voided,
-                &out,
-                Neverallows::Checked,
-            )? {
-                return Ok((Ok(compiled), violations));
-            }
-        }
-        let compiled = compile::compile(
-            &self.secilc,
-            &self.settings,
-            &self.inputs,
-            &out,
-            Neverallows::AsStore,
-        )?;
-        Ok((compiled, violations))
     }
 }
 
@@ -751,9 +729,16 @@ pub fn build(
     tracing::debug!("module rendered");
     let compiled = compile_and_prove(baseline, parsed, &module_cil, options)?;
     tracing::debug!("store + module compiled");
-    prove_file_contexts(baseline, &decisions.resolution, &compiled.predicted)?;
+    // Two independent readers of the predicted outputs, side by side.
+    let (proven, read_back) = std::thread::scope(|scope| {
+        let proven = scope
+            .spawn(|| prove_file_contexts(baseline, &decisions.resolution, &compiled.predicted));
+        let read_back = read_back(baseline, parsed, &decisions, &compiled);
+        (proven.join(), read_back)
+    });
+    proven.map_err(|_| StoreError::Stopped("the proof of the file contexts"))??;
     tracing::debug!("file contexts proven");
-    let read_back = read_back(baseline, parsed, &decisions, &compiled)?;
+    let read_back = read_back?;
     tracing::debug!("predicted policy read back");
     let report = ModuleReport {
         module: layout.module.clone(),
@@ -1063,10 +1048,114 @@ fn compile_and_prove(
     let work = baseline.work_dir().join("predicted");
     let (inputs, module_path) = with_module(baseline, parsed, module_cil, options, &work)?;
     if baseline.store.settings.expand_check {
-        compile_checking_as_store(baseline, parsed, &inputs, &module_path, &work)
-    } else {
-        compile_with_store_violations_voided(baseline, parsed, &inputs, &module_path, &work)
+        return compile_checking_as_store(baseline, parsed, &inputs, &module_path, &work);
     }
+    match baseline.earlier_violations() {
+        Some(known) => compile_with_store_violations_voided(
+            baseline,
+            parsed,
+            &inputs,
+            &module_path,
+            &work,
+            known,
+        ),
+        None => compile_cold(baseline, parsed, &inputs, &module_path, options, &work),
+    }
+}
+
+/// `expand-check=0`, a store not verified before: store + module compiled
+/// twice at once, beside the store alone (compiled in the background for
+/// the verification) — with every neverallow checked and nothing voided
+/// (the proof: secilc lists every neverallow it finds broken with the
+/// rules that break it, so the store's own are told from the layout's and
+/// from those only the new files break), and as the store compiles it (the
+/// binary, when the checked compilation is refused; otherwise both are
+/// the same bytes).
+fn compile_cold(
+    baseline: &Baseline,
+    parsed: &Parsed,
+    inputs: &[Input],
+    module_path: &Path,
+    options: &ModuleOptions,
+    work: &Path,
+) -> Result<CompiledModule, ModuleError> {
+    let settings = &baseline.store.settings;
+    let (not_run, (checked, as_store)) = beside_probe(baseline, work, || {
+        std::thread::scope(|scope| {
+            let as_store = scope.spawn(|| {
+                compile::compile(
+                    &baseline.secilc,
+                    settings,
+                    inputs,
+                    &work.join("as-store"),
+                    Neverallows::AsStore,
+                )
+            });
+            let checked = compile::compile(
+                &baseline.secilc,
+                settings,
+                inputs,
+                &work.join("out"),
+                Neverallows::Checked,
+            );
+            (checked, as_store.join())
+        })
+    })?;
+    let as_store =
+        as_store.map_err(|_| StoreError::Stopped("the compilation of store + module"))?;
+    let refused = match checked? {
+        Ok(predicted) => {
+            baseline.remember(&[]);
+            let proof = match not_run {
+                Some(why) => Proof::NotRun { why },
+                None => Proof::Proven {
+                    store_violations: Vec::new(),
+                    boolean_only: Vec::new(),
+                },
+            };
+            return Ok(CompiledModule {
+                predicted,
+                proof,
+                tolerated: Vec::new(),
+            });
+        }
+        Err(refused) => refused,
+    };
+    let mut added: Vec<&Path> = vec![module_path];
+    added.extend(options.includes.iter().map(PathBuf::as_path));
+    let failures = proof::split_cold_failures(&refused.output, module_path, inputs, &added);
+    if failures.is_empty() {
+        // Not a neverallow: the store refuses it too.
+        return Err(rejected(parsed, &[], &refused.output));
+    }
+    baseline.remember(&failures.store_own);
+    let tolerate = parsed.layout.store.boolean_grants == BooleanGrants::ByDefault;
+    if !failures.ours.is_empty() && !tolerate && not_run.is_none() {
+        let output = proof::blocks_of(&refused.output, |at| {
+            at.rsplit_once(':')
+                .is_some_and(|(file, _)| Path::new(file) == module_path)
+        });
+        return Err(rejected(parsed, &failures.ours, &output));
+    }
+    let predicted = match as_store? {
+        Ok(predicted) => predicted,
+        Err(refused) => return Err(rejected(parsed, &[], &refused.output)),
+    };
+    if let Some(why) = not_run {
+        return Ok(CompiledModule {
+            predicted,
+            proof: Proof::NotRun { why },
+            tolerated: Vec::new(),
+        });
+    }
+    Ok(CompiledModule {
+        predicted,
+        proof: Proof::Proven {
+            store_violations: all_store_violations(failures.store_own, failures.newly_broken),
+            boolean_only: failures.ours.iter().map(|f| f.target.clone()).collect(),
+        },
+        tolerated: failures.ours,
+    })
 }
 
 /// The store's modules, the layout's module (written into `work`) and the
@@ -1154,6 +1243,7 @@ fn compile_checking_as_store(
             ))
         }
     };
+    baseline.remember(&[]);
     let proof = match not_run {
         Some(why) => Proof::NotRun { why },
         None => Proof::Proven {
@@ -1168,17 +1258,18 @@ fn compile_checking_as_store(
     })
 }
 
-/// `expand-check=0`: the store's own neverallows that its modules break
-/// are voided (the binary stays the same), so one compilation with every
-/// other neverallow checked is both the prediction and the proof.
+/// `expand-check=0`, a store an earlier build verified: the store's own
+/// neverallows that its modules break are voided (the binary stays the
+/// same), so one compilation with every other neverallow checked is both
+/// the prediction and the proof.
 fn compile_with_store_violations_voided(
     baseline: &Baseline,
     parsed: &Parsed,
     inputs: &[Input],
     module_path: &Path,
     work: &Path,
+    known: Vec<StoreViolation>,
 ) -> Result<CompiledModule, ModuleError> {
-    let known = baseline.known_violations();
     let voided = compile::void_neverallows(inputs, &known, &work.join("voided"))?;
     let checking = voided.as_deref().unwrap_or(inputs);
     let (not_run, checked) = beside_probe(baseline, work, || {
