@@ -226,6 +226,59 @@ impl Translation {
     }
 }
 
+impl Translation {
+    /// An upper bound on the nesting depth `regex-syntax` sees in any
+    /// pattern [`Self::pattern_after_prefix`] emits: each node of the tree
+    /// adds at most three levels (a group, a repetition and the sequence
+    /// inside), a leaf at most three (`(?:\x0A?\z)`).
+    pub(crate) fn nesting_bound(&self) -> u64 {
+        fn depth(node: &RegexNode) -> u64 {
+            let children = match node {
+                RegexNode::Group(inner) => depth(inner),
+                RegexNode::Repeat { node, .. } => depth(node),
+                RegexNode::Concat(items) | RegexNode::Alternation(items) => {
+                    items.iter().map(depth).max().unwrap_or(0)
+                }
+                _ => 0,
+            };
+            children.saturating_add(3)
+        }
+        depth(&self.tree)
+    }
+
+    /// An upper bound on the states of the Thompson NFA of any pattern
+    /// [`Self::pattern_after_prefix`] emits (counted repeats expanded, as
+    /// the compiler does), saturating.
+    pub(crate) fn nfa_states_bound(&self) -> u64 {
+        fn states(node: &RegexNode) -> u64 {
+            match node {
+                RegexNode::Empty => 1,
+                // One byte or one sparse state.
+                RegexNode::Set(_) => 2,
+                RegexNode::Start
+                | RegexNode::End
+                | RegexNode::WordBoundary
+                | RegexNode::NotWordBoundary => 2,
+                RegexNode::EndOrFinalNewline => 6,
+                RegexNode::Group(inner) => states(inner).saturating_add(2),
+                RegexNode::Repeat { node, min, max } => {
+                    // Every mandatory copy, then every optional one (or one
+                    // looping copy), each with its split state.
+                    let copies = u64::from(max.unwrap_or(*min).max(*min)) + 1;
+                    copies
+                        .saturating_mul(states(node).saturating_add(2))
+                        .saturating_add(2)
+                }
+                RegexNode::Concat(items) | RegexNode::Alternation(items) => items
+                    .iter()
+                    .map(states)
+                    .fold(2u64, |sum, item| sum.saturating_add(item).saturating_add(1)),
+            }
+        }
+        states(&self.tree)
+    }
+}
+
 /// Translates one file_contexts spec (the path-regex field, as written) into a
 /// Rust pattern equivalent to libselinux's `^SPEC$` under PCRE2.
 pub(crate) fn translate(spec: &[u8]) -> Result<Translation> {

@@ -23,6 +23,7 @@ use std::sync::OnceLock;
 
 use regex_automata::meta::Regex;
 use regex_automata::nfa::thompson::WhichCaptures;
+use regex_automata::util::primitives::PatternID;
 use regex_automata::util::syntax;
 use regex_automata::{Anchored, Input, MatchKind, PatternSet};
 use sha2::{Digest as _, Sha256};
@@ -54,7 +55,11 @@ struct CompiledSpec {
 /// Specs compiled into one automaton, in increasing priority.
 #[derive(Debug)]
 pub(super) struct Group {
-    automaton: Regex,
+    /// Built on first use: a walk below `/var` needs a handful of the
+    /// hundreds of groups a distribution's file_contexts makes, and building
+    /// them all was a fifth of a relabel pass's CPU time. Load has checked
+    /// every way building it can fail ([`check_pattern`]).
+    automaton: OnceLock<Regex>,
     /// Pattern index → spec index, increasing.
     pub(super) spec_index: Vec<u32>,
     /// The patterns, for the per-spec DFAs of [`super::directory`].
@@ -145,34 +150,87 @@ struct DigestTables {
     keyed: Vec<(Box<[u8]>, Vec<u32>)>,
 }
 
-/// Why an automaton could not be built (size limits: every pattern was
-/// produced by our own translator).
+/// Why an automaton could not be built: a spec too large for the engine
+/// (`spec`: its index), or too many specs.
 #[derive(Debug)]
-pub(crate) struct AutomatonError(pub String);
+pub(crate) struct AutomatonError {
+    pub spec: Option<u32>,
+    pub problem: String,
+}
 
-fn build_group(patterns: &[String], spec_index: Vec<u32>) -> Result<Group, AutomatonError> {
-    let automaton = Regex::builder()
-        .syntax(syntax::Config::new().unicode(false).utf8(false))
+/// Thompson NFA states one spec may need (counted repeats multiply: a spec
+/// over this is a mistake or an attack, real ones need a few dozen).
+const MAX_SPEC_STATES: u64 = 1 << 17;
+
+/// States the specs of one group may need together; beyond it the group's
+/// automaton would take hundreds of MiB.
+const MAX_GROUP_STATES: u64 = 1 << 22;
+
+/// `regex-syntax`'s default nesting limit, which the automata keep.
+const NEST_LIMIT: u32 = 250;
+
+fn syntax_config() -> syntax::Config {
+    syntax::Config::new()
+        .unicode(false)
+        .utf8(false)
+        .nest_limit(NEST_LIMIT)
+}
+
+/// What the group automaton of `pattern` (emitted for `translation`)
+/// cannot survive, checked without building it: nesting beyond the
+/// parser's limit (the real parser decides when the cheap bound is not
+/// enough) and a state count past [`MAX_SPEC_STATES`]. Its syntax is the
+/// translator's own and needs no check. Returns the state bound.
+fn check_pattern(translation: &Translation, pattern: &str) -> Result<u64, String> {
+    if translation.nesting_bound() > u64::from(NEST_LIMIT) {
+        syntax::parse_with(pattern, &syntax_config())
+            .map_err(|error| format!("nested too deeply for the regex engine: {error}"))?;
+    }
+    let states = translation.nfa_states_bound();
+    if states > MAX_SPEC_STATES {
+        return Err(format!(
+            "too large: its automaton would need over {MAX_SPEC_STATES} states \
+             (counted repeats multiply)"
+        ));
+    }
+    Ok(states)
+}
+
+/// The automaton of a group's patterns; [`PrefixGroups::build`] has checked
+/// every cause of failure: the syntax is the translator's, the nesting and
+/// the size are within the bounds, and the NFA has no size limit of its own
+/// (the bounds are the limit).
+fn build_automaton(patterns: &[String]) -> Regex {
+    Regex::builder()
+        .syntax(syntax_config())
         .configure(
             Regex::config()
                 .match_kind(MatchKind::All)
                 .utf8_empty(false)
                 .which_captures(WhichCaptures::None)
+                .nfa_size_limit(None)
                 .dfa(false),
         )
         .build_many(patterns)
-        .map_err(|error| AutomatonError(error.to_string()))?;
-    Ok(Group {
-        automaton,
+        .unwrap_or_else(|error| {
+            panic!("a file_contexts automaton failed to build after its checks at load: {error}")
+        })
+}
+
+fn new_group(patterns: Vec<String>, spec_index: Vec<u32>) -> Group {
+    Group {
+        automaton: OnceLock::new(),
         spec_index,
         patterns: patterns.into(),
         dfas: OnceLock::new(),
-    })
+    }
 }
 
 impl PrefixGroups {
     fn build(members: Vec<(&Translation, u32)>) -> Result<Self, AutomatonError> {
-        let mut by_prefix: HashMap<&[u8], (Vec<String>, Vec<u32>)> = HashMap::new();
+        // Per directory: patterns, spec indices, state bound of them all.
+        type Members = (Vec<String>, Vec<u32>, u64);
+        let mut by_prefix: HashMap<&[u8], Members> = HashMap::new();
         for (translation, index) in members {
             // Cut at the last `/`: keys are grouped by whole directories.
             let prefix = &translation.required_prefix;
@@ -180,15 +238,28 @@ impl PrefixGroups {
                 Some(slash) => &prefix[..=slash],
                 None => &prefix[..0],
             };
-            let entry = by_prefix.entry(directory).or_default();
-            entry
-                .0
-                .push(translation.pattern_after_prefix(directory.len()));
-            entry.1.push(index);
+            let pattern = translation.pattern_after_prefix(directory.len());
+            let too_large = |problem| AutomatonError {
+                spec: Some(index),
+                problem,
+            };
+            let states = check_pattern(translation, &pattern).map_err(too_large)?;
+            let (patterns, indices, group_states) = by_prefix.entry(directory).or_default();
+            *group_states = group_states.saturating_add(states);
+            if *group_states > MAX_GROUP_STATES {
+                return Err(too_large(format!(
+                    "too large together with the {} specs before it that start with `{}`: \
+                     their automaton would need over {MAX_GROUP_STATES} states",
+                    patterns.len(),
+                    String::from_utf8_lossy(directory),
+                )));
+            }
+            patterns.push(pattern);
+            indices.push(index);
         }
         let mut groups = PrefixGroups::default();
-        for (directory, (patterns, indices)) in by_prefix {
-            let group = build_group(&patterns, indices)?;
+        for (directory, (patterns, indices, _)) in by_prefix {
+            let group = new_group(patterns, indices);
             if directory.is_empty() {
                 groups.unprefixed = Some(group);
             } else {
@@ -255,7 +326,10 @@ impl Group {
                 *matched = PatternSet::new(1 << class);
             }
             matched.clear();
-            self.automaton.which_overlapping_matches(&input, matched);
+            let automaton = self
+                .automaton
+                .get_or_init(|| build_automaton(&self.patterns));
+            automaton.which_overlapping_matches(&input, matched);
             if matched.is_empty() {
                 return None;
             }
@@ -283,7 +357,14 @@ impl Matcher {
         local_subs: Substitutions,
         dist_subs: Substitutions,
     ) -> Result<Self, AutomatonError> {
-        let too_many = || AutomatonError("more than 4 billion specs".to_owned());
+        let too_many = || AutomatonError {
+            spec: None,
+            problem: "more than 2 billion specs".to_owned(),
+        };
+        // Every group's pattern IDs must fit, whatever its size.
+        if specs.len() > PatternID::LIMIT {
+            return Err(too_many());
+        }
         let mut stems: Table<u32> = Table::default();
         let mut literals: Table<Vec<u32>> = Table::default();
         let mut exact_members = Vec::new();
@@ -592,6 +673,36 @@ mod tests {
         assert_eq!(&*normalise(b"a/"), b"a");
         assert_eq!(&*normalise(b"/a/./../b"), b"/a/./../b");
         assert!(matches!(normalise(b"/usr/bin/ls"), Cow::Borrowed(_)));
+    }
+
+    /// The cheap nesting bound never lets through a pattern the real parser
+    /// refuses (the lazily built automata rely on it); shapes that add the
+    /// most levels per group, up to past the limit.
+    #[test]
+    fn nesting_bound_covers_what_the_parser_counts() {
+        let shapes: [(&str, &str); 4] = [
+            ("(b", ")*"),
+            ("(b|[c-e]", ")+"),
+            ("(x\\b(y|z)?", "){2,3}"),
+            ("(a|(b", "))"),
+        ];
+        for (open, close) in shapes {
+            let mut refused = false;
+            for depth in 1..=120 {
+                let spec = format!("/a/{}{}", open.repeat(depth), close.repeat(depth));
+                let Ok(translation) = super::super::dialect::translate(spec.as_bytes()) else {
+                    continue;
+                };
+                let pattern = translation.pattern_after_prefix(3);
+                let parsed = syntax::parse_with(&pattern, &syntax_config());
+                if translation.nesting_bound() <= u64::from(NEST_LIMIT) {
+                    assert!(parsed.is_ok(), "{spec}: {parsed:?}");
+                }
+                refused |= parsed.is_err();
+            }
+            // Control: the shapes do reach the parser's limit.
+            assert!(refused, "{open}...{close} never nested past the limit");
+        }
     }
 
     #[test]
