@@ -64,8 +64,12 @@ pub(super) struct Group {
     pub(super) spec_index: Vec<u32>,
     /// The patterns, for the per-spec DFAs of [`super::directory`].
     patterns: Box<[String]>,
-    /// One DFA per pattern, built on first use; `None` if one is too large.
-    dfas: OnceLock<Option<Box<[SpecDfa]>>>,
+    /// Per pattern: the bytes every key it matches has right after the
+    /// group's prefix (none in the unprefixed group). A walk steps over
+    /// them without the pattern's DFA, so most DFAs are never built.
+    heads: Box<[Box<[u8]>]>,
+    /// Per pattern: its DFA, built on first use; `None` if too large.
+    dfas: Box<[OnceLock<Option<Box<SpecDfa>>>]>,
 }
 
 /// A fast hash for the tables below: their keys come from the specs, so a
@@ -217,19 +221,21 @@ fn build_automaton(patterns: &[String]) -> Regex {
         })
 }
 
-fn new_group(patterns: Vec<String>, spec_index: Vec<u32>) -> Group {
+fn new_group(patterns: Vec<String>, heads: Vec<Box<[u8]>>, spec_index: Vec<u32>) -> Group {
     Group {
         automaton: OnceLock::new(),
         spec_index,
+        dfas: patterns.iter().map(|_| OnceLock::new()).collect(),
         patterns: patterns.into(),
-        dfas: OnceLock::new(),
+        heads: heads.into(),
     }
 }
 
 impl PrefixGroups {
     fn build(members: Vec<(&Translation, u32)>) -> Result<Self, AutomatonError> {
-        // Per directory: patterns, spec indices, state bound of them all.
-        type Members = (Vec<String>, Vec<u32>, u64);
+        // Per directory: patterns, their heads, spec indices, state bound
+        // of them all.
+        type Members = (Vec<String>, Vec<Box<[u8]>>, Vec<u32>, u64);
         let mut by_prefix: HashMap<&[u8], Members> = HashMap::new();
         for (translation, index) in members {
             // Cut at the last `/`: keys are grouped by whole directories.
@@ -244,7 +250,7 @@ impl PrefixGroups {
                 problem,
             };
             let states = check_pattern(translation, &pattern).map_err(too_large)?;
-            let (patterns, indices, group_states) = by_prefix.entry(directory).or_default();
+            let (patterns, heads, indices, group_states) = by_prefix.entry(directory).or_default();
             *group_states = group_states.saturating_add(states);
             if *group_states > MAX_GROUP_STATES {
                 return Err(too_large(format!(
@@ -255,11 +261,18 @@ impl PrefixGroups {
                 )));
             }
             patterns.push(pattern);
+            // The unprefixed group runs unanchored: no head to step over.
+            let head = if directory.is_empty() {
+                &[][..]
+            } else {
+                &prefix[directory.len()..]
+            };
+            heads.push(head.into());
             indices.push(index);
         }
         let mut groups = PrefixGroups::default();
-        for (directory, (patterns, indices, _)) in by_prefix {
-            let group = new_group(patterns, indices);
+        for (directory, (patterns, heads, indices, _)) in by_prefix {
+            let group = new_group(patterns, heads, indices);
             if directory.is_empty() {
                 groups.unprefixed = Some(group);
             } else {
@@ -301,15 +314,33 @@ impl PrefixGroups {
 }
 
 impl Group {
-    /// One DFA per pattern (same order), or `None` when some pattern's DFA
+    /// The DFA of pattern `pattern`, built on first use; `None` when it
     /// would exceed the size limits.
-    pub(super) fn spec_dfas(&self) -> Option<&[SpecDfa]> {
-        self.dfas
-            .get_or_init(|| {
-                let patterns = self.patterns.iter();
-                patterns.map(|pattern| SpecDfa::build(pattern)).collect()
-            })
+    pub(super) fn spec_dfa(&self, pattern: usize) -> Option<&SpecDfa> {
+        let dfa = self.dfas.get(pattern)?;
+        dfa.get_or_init(|| SpecDfa::build(self.patterns.get(pattern)?).map(Box::new))
             .as_deref()
+    }
+
+    /// The bytes every key pattern `pattern` matches has right after the
+    /// group's prefix (empty in the unprefixed group).
+    pub(super) fn head(&self, pattern: usize) -> &[u8] {
+        self.heads.get(pattern).map_or(&[], |head| head)
+    }
+
+    /// Whether pattern `pattern` alone matches `haystack[at..]`, run as the
+    /// group runs it after a prefix: for a spec whose DFA is too large.
+    pub(super) fn pattern_matches(&self, pattern: usize, haystack: &[u8], at: usize) -> bool {
+        let input = Input::new(haystack).range(at..).anchored(Anchored::Yes);
+        let mut matched = PatternSet::new(self.spec_index.len());
+        self.automaton()
+            .which_overlapping_matches(&input, &mut matched);
+        matched.iter().any(|id| id.as_usize() == pattern)
+    }
+
+    fn automaton(&self) -> &Regex {
+        self.automaton
+            .get_or_init(|| build_automaton(&self.patterns))
     }
 
     pub(super) fn best(&self, input: Input<'_>, accept: &impl Fn(u32) -> bool) -> Option<u32> {
@@ -326,10 +357,7 @@ impl Group {
                 *matched = PatternSet::new(1 << class);
             }
             matched.clear();
-            let automaton = self
-                .automaton
-                .get_or_init(|| build_automaton(&self.patterns));
-            automaton.which_overlapping_matches(&input, matched);
+            self.automaton().which_overlapping_matches(&input, matched);
             if matched.is_empty() {
                 return None;
             }
