@@ -205,6 +205,16 @@ fn check_pattern(translation: &Translation, pattern: &str) -> Result<u64, String
 /// the size are within the bounds, and the NFA has no size limit of its own
 /// (the bounds are the limit).
 fn build_automaton(patterns: &[String]) -> Regex {
+    // The tests of `what_the_load_checks_pass_builds` try it at the
+    // checks' bounds.
+    try_build_automaton(patterns).unwrap_or_else(|error| {
+        panic!("a file_contexts automaton failed to build after its checks at load: {error}")
+    })
+}
+
+fn try_build_automaton(
+    patterns: &[String],
+) -> Result<Regex, Box<regex_automata::meta::BuildError>> {
     Regex::builder()
         .syntax(syntax_config())
         .configure(
@@ -216,9 +226,7 @@ fn build_automaton(patterns: &[String]) -> Regex {
                 .dfa(false),
         )
         .build_many(patterns)
-        .unwrap_or_else(|error| {
-            panic!("a file_contexts automaton failed to build after its checks at load: {error}")
-        })
+        .map_err(Box::new)
 }
 
 fn new_group(patterns: Vec<String>, heads: Vec<Box<[u8]>>, spec_index: Vec<u32>) -> Group {
@@ -706,15 +714,20 @@ mod tests {
     /// The cheap nesting bound never lets through a pattern the real parser
     /// refuses (the lazily built automata rely on it); shapes that add the
     /// most levels per group, up to past the limit.
+    const NEST_SHAPES: [(&str, &str); 4] = [
+        ("(b", ")*"),
+        ("(b|[c-e]", ")+"),
+        ("(x\\b(y|z)?", "){2,3}"),
+        ("(a|(b", "))"),
+    ];
+
+    fn translate(spec: &str) -> Translation {
+        super::super::dialect::translate(spec.as_bytes()).expect("translates")
+    }
+
     #[test]
     fn nesting_bound_covers_what_the_parser_counts() {
-        let shapes: [(&str, &str); 4] = [
-            ("(b", ")*"),
-            ("(b|[c-e]", ")+"),
-            ("(x\\b(y|z)?", "){2,3}"),
-            ("(a|(b", "))"),
-        ];
-        for (open, close) in shapes {
+        for (open, close) in NEST_SHAPES {
             let mut refused = false;
             for depth in 1..=120 {
                 let spec = format!("/a/{}{}", open.repeat(depth), close.repeat(depth));
@@ -731,6 +744,84 @@ mod tests {
             // Control: the shapes do reach the parser's limit.
             assert!(refused, "{open}...{close} never nested past the limit");
         }
+    }
+
+    /// The automata are built on first lookup, where failing is not an
+    /// option: whatever the load checks let through builds, tried at the
+    /// checks' bounds (each shape as deep or as large as they allow, and a
+    /// group as large as they allow), with controls one step past them.
+    #[test]
+    fn what_the_load_checks_pass_builds() {
+        // Nesting: every depth of each shape the checks pass, including
+        // those only the real parser lets through.
+        let mut parsed_to_pass = 0;
+        for (open, close) in NEST_SHAPES {
+            for depth in 1..=120 {
+                let spec = format!("/a/{}{}", open.repeat(depth), close.repeat(depth));
+                let Ok(translation) = super::super::dialect::translate(spec.as_bytes()) else {
+                    continue;
+                };
+                let pattern = translation.pattern_after_prefix(3);
+                if check_pattern(&translation, &pattern).is_ok() {
+                    try_build_automaton(&[pattern]).expect(&spec);
+                    if translation.nesting_bound() > u64::from(NEST_LIMIT) {
+                        parsed_to_pass += 1;
+                    }
+                }
+            }
+        }
+        assert!(parsed_to_pass > 0, "no spec took the real parser's path");
+
+        // Size: the largest count of each shape that passes, and the next.
+        let shapes = [
+            "/s/(a{1000}){N}",
+            "/s/([a-z0-9_]{1000}){N}",
+            "/s/((a|bc|[d-f]){100}){N}",
+            "/s/(((a|b)?x){10}){N}",
+            "/s/(y{1000}|z){N}",
+        ];
+        let check = |shape: &str, count: u32| {
+            let translation = translate(&shape.replace('N', &count.to_string()));
+            let pattern = translation.pattern_after_prefix(3);
+            check_pattern(&translation, &pattern).map(|states| (pattern, states))
+        };
+        let mut largest = Vec::new();
+        for shape in shapes {
+            let count = (1..=1000)
+                .take_while(|&count| check(shape, count).is_ok())
+                .last()
+                .expect("passes with a count of 1");
+            assert!(count < 1000, "{shape}: never reaches the bound");
+            let (pattern, states) = check(shape, count).expect("passes");
+            assert!(states > MAX_SPEC_STATES / 2, "{shape}: {states}");
+            try_build_automaton(std::slice::from_ref(&pattern)).expect(shape);
+            largest.push(shape.replace('N', &count.to_string()));
+        }
+
+        // A group: specs as large as the checks allow under one prefix,
+        // as many as the group's bound allows.
+        let specs: Vec<Translation> = (0..64)
+            .map(|index| {
+                translate(&largest[index % largest.len()].replace("/s/", &format!("/g/{index}")))
+            })
+            .collect();
+        let mut fitting = 0;
+        while PrefixGroups::build(specs[..=fitting].iter().zip(0..).collect()).is_ok() {
+            fitting += 1;
+        }
+        assert!(fitting > 16 && fitting < specs.len(), "{fitting}");
+        let groups = PrefixGroups::build(specs[..fitting].iter().zip(0..).collect()).expect("fits");
+        let group = groups.at(b"/g/").expect("one group");
+        let automaton = try_build_automaton(&group.patterns).expect("the group builds");
+        // It answers, too: the first spec matches its own count of `a`s.
+        let answers = (1..=1000).any(|count| {
+            let key = format!("/g/0{}", "a".repeat(1000 * count));
+            let input = Input::new(key.as_bytes())
+                .range(3..)
+                .anchored(Anchored::Yes);
+            automaton.is_match(input)
+        });
+        assert!(answers, "the group's first spec matches none of its keys");
     }
 
     #[test]
