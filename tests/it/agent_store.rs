@@ -402,6 +402,19 @@ fn a_class_the_store_refuses_fails_at_its_grant() {
         "{err}"
     );
     assert!(!dir.path().join("out/structured_var.cil").exists());
+    // `check --against` reports it as a finding of the agent rule.
+    let output = run(semanifest()
+        .args(["check", "--layout"])
+        .arg(&layout)
+        .arg("--against")
+        .arg(refpolicy_store()));
+    let out = stdout(&output);
+    assert_eq!(output.status.code(), Some(1), "{out}{}", stderr(&output));
+    assert!(
+        out.contains("error[layout-agent]: host class `machine-id` of `probe-machine-id`")
+            && out.contains(&format!("layout.yaml:{line}:{column}")),
+        "{out}"
+    );
     // Control: the standalone policy grants it.
     let output = run(semanifest()
         .args(["build", "--layout"])
