@@ -13,7 +13,8 @@
 //! Invariants: names are unique and sorted; every class admits at least
 //! one level and every level it admits is an access level of the manifest;
 //! host paths are absolute and normalised; a class grants the same kinds
-//! of things on every target (only the type names differ).
+//! of things on every target (only the type names differ), or is refused
+//! on a store, saying why.
 
 use super::is_within;
 
@@ -521,6 +522,10 @@ pub static HOST_CLASSES: &[HostClass] = &[
         container_selinux: StoreGrants::AsStandalone,
         beyond_labels: None,
     },
+    // One file, read only: the ID names the node and is no secret. Its
+    // own type in the base policy (an exact `--` spec) and on
+    // container-selinux (which lets every domain read it already); refused
+    // on refpolicy, whose type for it is most of /etc's.
     HostClass {
         name: "machine-id",
         group: Group::HostIdentity,
