@@ -91,7 +91,7 @@ pub fn prepare(
         against.display()
     );
     let baseline = Baseline::prepare(against, options, None)?;
-    let parsed = super::load_layout_with(layout, &baseline.base_facts())?;
+    let parsed = super::accept_layout(super::parse_layout_for_store(layout, &baseline)?)?;
     if baseline.store.module(&parsed.layout.module).is_none() {
         return Ok((baseline, parsed));
     }
@@ -100,7 +100,7 @@ pub fn prepare(
         parsed.layout.module
     );
     let baseline = Baseline::prepare(against, options, Some(&parsed.layout.module))?;
-    let parsed = super::load_layout_with(layout, &baseline.base_facts())?;
+    let parsed = super::accept_layout(super::parse_layout_for_store(layout, &baseline)?)?;
     Ok((baseline, parsed))
 }
 

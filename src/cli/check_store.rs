@@ -29,13 +29,13 @@ pub fn prepare(
     );
     let open = |exclude: Option<&str>| Baseline::prepare(against, &options, exclude);
     let baseline = open(None)?;
-    let parsed = super::parse_layout(layout, &baseline.base_facts())?;
+    let parsed = super::parse_layout_for_store(layout, &baseline)?;
     let module = parsed.as_ref().ok().map(|p| p.layout.module.clone());
     match module {
         Some(module) if baseline.store.module(&module).is_some() => {
             eprintln!("semanifest: the store has module `{module}` already; compiling it again without it…");
             let baseline = open(Some(&module))?;
-            let parsed = super::parse_layout(layout, &baseline.base_facts())?;
+            let parsed = super::parse_layout_for_store(layout, &baseline)?;
             Ok(Prepared {
                 baseline,
                 options,

@@ -29,6 +29,7 @@ use std::process::ExitCode;
 
 use ::layout::diag::Report;
 use ::layout::manifest::{self, BaseFacts, Parsed};
+use ::layout::model::host::StoreFamily;
 use clap::{Parser, Subcommand};
 
 /// Everything went as asked.
@@ -246,6 +247,20 @@ pub fn parse_layout(
         None => manifest::default_layout(base),
         Some(path) => manifest::parse(manifest::read_source(path)?, base),
     })
+}
+
+/// [`parse_layout`] against a policy store: its types, and only the host
+/// classes its distribution policy can grant.
+pub fn parse_layout_for_store(
+    path: Option<&Path>,
+    baseline: &store::Baseline,
+) -> anyhow::Result<Result<Parsed, Report>> {
+    let family = match baseline.profile.name {
+        store::ProfileName::Refpolicy => StoreFamily::Refpolicy,
+        store::ProfileName::ContainerSelinux => StoreFamily::ContainerSelinux,
+    };
+    Ok(parse_layout(path, &baseline.base_facts())?
+        .and_then(|parsed| manifest::for_store(parsed, family)))
 }
 
 /// A parsed layout with its warnings printed; an invalid one is the error

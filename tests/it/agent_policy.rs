@@ -745,3 +745,105 @@ fn every_standalone_type_of_the_vocabulary_is_the_base_policys() {
         }
     }
 }
+
+/// The default layout with two more agents the runtime starts: `id-reader`
+/// granted `machine-id: read`, `id-none` granted no host class.
+fn machine_id_layout() -> String {
+    let agents = "    id-reader:\n      type: id_reader_t\n      agent: true\n      host: { machine-id: read }\n    id-none:\n      type: id_none_t\n      agent: true\n";
+    let starts = "transitions: [pods, csi, cni, log-reader, monitor, device-plugin";
+    default_layout_with(|text| {
+        assert_eq!(text.matches("\n  paths:\n").count(), 1);
+        assert_eq!(text.matches(starts).count(), 1);
+        text.replace("\n  paths:\n", &format!("\n{agents}  paths:\n"))
+            .replace(starts, &format!("{starts}, id-reader, id-none"))
+    })
+}
+
+/// `machine-id: read` lets an agent read the machine ID and nothing else
+/// of /etc: libselinux gives /etc/machine-id alone its type; libsepol
+/// allows the agent holding the class to read it and denies the agent
+/// without it (and pods); every other type that labels /etc gets the same
+/// verdicts for both agents; the only rules the class adds are on the
+/// machine ID's type. The node's daemons keep reading it.
+#[test]
+fn machine_id_reads_the_machine_id_and_nothing_else_of_etc() {
+    let (dir, policy) = built(Some(&machine_id_layout()));
+    let contexts = LibSelinux::open(&dir.path().join("out/file_contexts")).unwrap();
+    let type_of = |path: &str| match contexts.lookup(path.as_bytes(), FileKind::File) {
+        Answer::Label(label) => label.split(':').nth(2).unwrap().to_owned(),
+        other => panic!("{path}: {other:?}"),
+    };
+    assert_eq!(type_of("/etc/machine-id"), "machineid_t");
+    let etc = [
+        "/etc/hostname",
+        "/etc/passwd",
+        "/etc/machine-idx",
+        "/etc/kubernetes/admin.conf",
+        "/etc/kubernetes/pki/ca.key",
+        "/etc/cni/net.d/10-bridge.conflist",
+    ];
+    let other_types: BTreeSet<String> = etc.iter().map(|p| type_of(p)).collect();
+    assert!(!other_types.contains("machineid_t"), "{other_types:?}");
+
+    let process = |t: &str| format!("system_u:system_r:{t}:s0");
+    let object = |t: &str| format!("system_u:object_r:{t}:s0");
+    let read = |source: &str, target: &str| {
+        libsepol_verdict(&policy, &process(source), &object(target), "file", "read")
+    };
+    assert_eq!(read("id_reader_t", "machineid_t"), "allow");
+    // Controls: the agent without the class, a pod; the daemons keep it.
+    assert_ne!(read("id_none_t", "machineid_t"), "allow");
+    assert_ne!(read("container_t", "machineid_t"), "allow");
+    assert_eq!(read("kubelet_t", "machineid_t"), "allow");
+    // Read-only: no write through the class.
+    assert_ne!(
+        libsepol_verdict(
+            &policy,
+            &process("id_reader_t"),
+            &object("machineid_t"),
+            "file",
+            "write"
+        ),
+        "allow"
+    );
+    for other in &other_types {
+        assert_eq!(
+            read("id_reader_t", other),
+            read("id_none_t", other),
+            "machine-id changes what its agent may read of {other}"
+        );
+    }
+    // The rules the class adds: the agent's own rules beyond the control's
+    // are all on machineid_t.
+    let without: BTreeSet<String> = own_rules(&policy, "id_none_t")
+        .iter()
+        .map(|rule| rule.replace("id_none_t", "id_reader_t"))
+        .collect();
+    let added: Vec<String> = own_rules(&policy, "id_reader_t")
+        .into_iter()
+        .filter(|rule| !without.contains(rule))
+        .collect();
+    assert!(!added.is_empty());
+    for rule in &added {
+        assert!(
+            rule.split_whitespace()
+                .nth(2)
+                .is_some_and(|t| t.starts_with("machineid_t:")),
+            "{rule}"
+        );
+    }
+    // The runtime may mount the volume (mounton only), which it may not
+    // when no agent holds the class.
+    let mounton = |policy: &Path| {
+        libsepol_verdict(
+            policy,
+            &process("containerd_t"),
+            &object("machineid_t"),
+            "file",
+            "mounton",
+        )
+    };
+    assert_eq!(mounton(&policy), "allow");
+    let (_default, default_policy) = built(None);
+    assert_ne!(mounton(&default_policy), "allow");
+}

@@ -12,7 +12,7 @@ use std::path::Path;
 use crate::support::fc_oracle::{Answer, LibSelinux};
 use crate::support::store::{fedora_store, refpolicy_store};
 use crate::support::{libsepol_verdicts, run, semanifest, stderr, stdout};
-use layout::model::host::{Grant, HostClass, StoreGrants, HOST_CLASSES};
+use layout::model::host::{Grant, HostClass, StoreFamily, StoreGrants, HOST_CLASSES};
 use selabel::FileKind;
 
 /// The agent granted no host class: every class's control.
@@ -31,13 +31,22 @@ fn level(class: &HostClass) -> &'static str {
     }
 }
 
-/// The default layout with one more agent per host class, granted that
-/// class alone at its strongest level, and one granted none; containerd
-/// starts them all.
-fn probe_layout() -> String {
+/// The classes a store of `family` can grant (the others are refused at
+/// the manifest: `a_class_the_store_refuses_fails_at_its_grant`).
+fn grantable(family: StoreFamily) -> Vec<&'static HostClass> {
+    HOST_CLASSES
+        .iter()
+        .filter(|class| !matches!(class.on_store(family), StoreGrants::Refused(_)))
+        .collect()
+}
+
+/// The default layout with one more agent per class of `classes`,
+/// granted that class alone at its strongest level, and one granted
+/// none; containerd starts them all.
+fn probe_layout(classes: &[&HostClass]) -> String {
     let mut domains = String::new();
     let mut keys = Vec::new();
-    for class in HOST_CLASSES {
+    for class in classes {
         let key = format!("probe-{}", class.name);
         domains.push_str(&format!(
             "    {key}:\n      type: {}\n      agent: true\n      host: {{ {}: {} }}\n",
@@ -60,11 +69,12 @@ fn probe_layout() -> String {
         .replace(starts, &format!("{starts}, {}", keys.join(", ")))
 }
 
-/// `build --target module` of the probe layout against `store`.
-fn build_against(store: &Path) -> tempfile::TempDir {
+/// `build --target module` of the probe layout against `store`, a store
+/// of `family`.
+fn build_against(store: &Path, family: StoreFamily) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let layout = dir.path().join("layout.yaml");
-    fs::write(&layout, probe_layout()).unwrap();
+    fs::write(&layout, probe_layout(&grantable(family))).unwrap();
     let output = run(semanifest()
         .args(["build", "--target", "module", "--layout"])
         .arg(&layout)
@@ -156,12 +166,12 @@ struct ClassVerdicts {
     without: Vec<String>,
 }
 
-fn verdicts(policy: &Path, store_grants: fn(&HostClass) -> StoreGrants) -> Vec<ClassVerdicts> {
+fn verdicts(policy: &Path, family: StoreFamily) -> Vec<ClassVerdicts> {
     let mut queries: Vec<[String; 4]> = Vec::new();
     let mut spans = Vec::new();
-    for class in HOST_CLASSES {
+    for class in grantable(family) {
         let grants = class
-            .store_types(store_grants(class))
+            .store_types(class.on_store(family))
             .unwrap_or(class.standalone);
         let agent = probe_type(class);
         let start = queries.len();
@@ -252,25 +262,12 @@ fn assert_cni_labels(out: &Path, stock_fc: &Path) {
     }
 }
 
-fn refpolicy_grants(class: &HostClass) -> StoreGrants {
-    class.refpolicy
-}
-
-fn container_selinux_grants(class: &HostClass) -> StoreGrants {
-    class.container_selinux
-}
-
-/// Built once per store for this file.
-fn built(root: &Path) -> tempfile::TempDir {
-    build_against(root)
-}
-
 #[test]
 fn every_host_class_is_granted_on_debians_store_and_denied_without_it() {
     let root = refpolicy_store();
-    let dir = built(&root);
+    let dir = build_against(&root, StoreFamily::Refpolicy);
     let out = dir.path().join("out");
-    let results = verdicts(&out.join("policy.33"), refpolicy_grants);
+    let results = verdicts(&out.join("policy.33"), StoreFamily::Refpolicy);
     // refpolicy's container module lets container domains set the
     // network sysctls.
     assert_classes(&results, &["net-sysctl"]);
@@ -278,7 +275,7 @@ fn every_host_class_is_granted_on_debians_store_and_denied_without_it() {
         &out,
         &root.join("etc/selinux/default/contexts/files/file_contexts"),
     );
-    agents_join_the_container_domains(&out.join("structured_var.cil"));
+    agents_join_the_container_domains(&out.join("structured_var.cil"), StoreFamily::Refpolicy);
     the_runtime_mounts_on_the_volumes(&out.join("policy.33"), "container_engine_t");
 }
 
@@ -289,16 +286,23 @@ fn every_host_class_is_granted_on_fedoras_store_and_denied_without_it() {
     ) else {
         return;
     };
-    let dir = built(&root);
+    let dir = build_against(&root, StoreFamily::ContainerSelinux);
     let out = dir.path().join("out");
-    let results = verdicts(&out.join("policy.33"), container_selinux_grants);
-    // container-selinux gives every container domain these already.
-    assert_classes(&results, &["cgroup", "fuse", "kvm", "net-sysctl", "sysfs"]);
+    let results = verdicts(&out.join("policy.33"), StoreFamily::ContainerSelinux);
+    // container-selinux gives every container domain these already (and
+    // every domain the machine ID).
+    assert_classes(
+        &results,
+        &["cgroup", "fuse", "kvm", "machine-id", "net-sysctl", "sysfs"],
+    );
     assert_cni_labels(
         &out,
         &root.join("etc/selinux/targeted/contexts/files/file_contexts"),
     );
-    agents_join_the_container_domains(&out.join("structured_var.cil"));
+    agents_join_the_container_domains(
+        &out.join("structured_var.cil"),
+        StoreFamily::ContainerSelinux,
+    );
     the_runtime_mounts_on_the_volumes(&out.join("policy.33"), "container_runtime_t");
 }
 
@@ -336,10 +340,10 @@ fn the_runtime_mounts_on_the_volumes(policy: &Path, runtime: &str) {
 
 /// The module declares each agent and puts it in the store's container
 /// domain attribute (in an optional block: the container module may go).
-fn agents_join_the_container_domains(module: &Path) {
+fn agents_join_the_container_domains(module: &Path, family: StoreFamily) {
     let text = fs::read_to_string(module).unwrap();
-    for agent in HOST_CLASSES
-        .iter()
+    for agent in grantable(family)
+        .into_iter()
         .map(probe_type)
         .chain([NONE.to_owned(), "csi_node_t".to_owned()])
     {
@@ -353,4 +357,69 @@ fn agents_join_the_container_domains(module: &Path) {
     }
     // Control: a domain that is no agent does not join.
     assert!(!text.contains("(typeattributeset container_domain (kubelet_t))"));
+}
+
+/// A class refpolicy refuses (`machine-id`: its type there is `etc_t`,
+/// most of /etc) fails `build --target module` on Debian's store at the
+/// grant, saying why; the same layout builds as the standalone policy.
+#[test]
+fn a_class_the_store_refuses_fails_at_its_grant() {
+    let refused: Vec<&HostClass> = HOST_CLASSES
+        .iter()
+        .filter(|class| matches!(class.refpolicy, StoreGrants::Refused(_)))
+        .collect();
+    assert_eq!(
+        refused.iter().map(|c| c.name).collect::<Vec<_>>(),
+        ["machine-id"]
+    );
+    let text = probe_layout(&refused);
+    let (line, column) = text
+        .lines()
+        .enumerate()
+        .find_map(|(i, l)| l.find("machine-id: read").map(|c| (i + 1, c + 1)))
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let layout = dir.path().join("layout.yaml");
+    fs::write(&layout, &text).unwrap();
+    let output = run(semanifest()
+        .args(["build", "--target", "module", "--layout"])
+        .arg(&layout)
+        .arg("--against")
+        .arg(refpolicy_store())
+        .arg("--out")
+        .arg(dir.path().join("out")));
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "layout.yaml:{line}:{column}: error[host-class-store]: host class `machine-id` of \
+             `probe-machine-id` cannot be granted on a refpolicy store"
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains("`etc_t`") && err.contains("/etc/kubernetes"),
+        "{err}"
+    );
+    assert!(!dir.path().join("out/structured_var.cil").exists());
+    // `check --against` reports it as a finding of the agent rule.
+    let output = run(semanifest()
+        .args(["check", "--layout"])
+        .arg(&layout)
+        .arg("--against")
+        .arg(refpolicy_store()));
+    let out = stdout(&output);
+    assert_eq!(output.status.code(), Some(1), "{out}{}", stderr(&output));
+    assert!(
+        out.contains("error[layout-agent]: host class `machine-id` of `probe-machine-id`")
+            && out.contains(&format!("layout.yaml:{line}:{column}")),
+        "{out}"
+    );
+    // Control: the standalone policy grants it.
+    let output = run(semanifest()
+        .args(["build", "--layout"])
+        .arg(&layout)
+        .arg("--out")
+        .arg(dir.path().join("standalone")));
+    assert!(output.status.success(), "{}", stderr(&output));
 }

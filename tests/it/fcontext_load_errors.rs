@@ -141,6 +141,73 @@ fn pcre_only_constructs_are_refused_with_a_reason() {
     }
 }
 
+/// The automata are built on first lookup, yet a spec they could not be
+/// built for is still refused when the file loads, with its line: one
+/// nested past the regex parser's limit, one whose counted repeats
+/// multiply past any sane size. Control: the same shapes a little smaller
+/// load and match.
+#[test]
+fn specs_too_large_for_an_automaton_are_refused_at_load_with_their_line() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let nested = |depth: usize| format!("/ok/{}{}", "(b".repeat(depth), ")*".repeat(depth));
+    for (bad, says) in [
+        (nested(130), "nested too deeply"),
+        (
+            "/ok/((((a{1000}){1000}){1000}){1000})".to_owned(),
+            "too large",
+        ),
+        ("/ok/((a{1000}){1000})".to_owned(), "too large"),
+    ] {
+        let path = write_fc(dir.path(), format!("{bad} u:r:t:s0").as_bytes());
+        let message = FileContexts::load(&path)
+            .expect_err("semanifest refuses")
+            .to_string();
+        assert!(
+            message.starts_with(&format!("{}:3: regex `", path.display())),
+            "{message}"
+        );
+        assert!(message.contains(says), "{message:?} should say {says:?}");
+    }
+    // Each small enough, but not all of them in one automaton: the line
+    // named is that of the spec that tips it over.
+    let many: Vec<String> = (0..150)
+        .map(|index| format!("/ok/g{index}(a{{100}}){{100}} u:r:t:s0"))
+        .collect();
+    let path = write_fc(dir.path(), many.join("\n").as_bytes());
+    let message = FileContexts::load(&path)
+        .expect_err("semanifest refuses")
+        .to_string();
+    let line: usize = message
+        .strip_prefix(&format!("{}:", path.display()))
+        .and_then(|rest| rest.split(':').next())
+        .and_then(|line| line.parse().ok())
+        .unwrap_or_else(|| panic!("{message:?} names no line"));
+    assert!((3 + 50..3 + 150).contains(&line), "{message}");
+    assert!(
+        message.contains(&format!("regex `/ok/g{}(", line - 3)),
+        "{message}"
+    );
+    assert!(message.contains("together with"), "{message}");
+    for (good, key) in [
+        (nested(30), format!("/ok/{}", "b".repeat(30))),
+        (
+            "/ok/(a{100}){100}".to_owned(),
+            format!("/ok/{}", "a".repeat(10_000)),
+        ),
+    ] {
+        let path = write_fc(dir.path(), format!("{good} u:r:big_t:s0").as_bytes());
+        let contexts = FileContexts::load(&path).expect("loads");
+        assert_eq!(
+            contexts.lookup(key.as_bytes(), FileKind::Any),
+            Some("u:r:big_t:s0")
+        );
+        assert_eq!(
+            contexts.lookup(b"/after", FileKind::Any),
+            Some("u:r:after_t:s0")
+        );
+    }
+}
+
 #[test]
 fn missing_base_file_is_an_io_error() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -274,3 +274,54 @@ fn many_specs_under_one_directory_agree_with_libselinux() {
         Some("u:r:big300_t:s0")
     );
 }
+
+/// A spec whose own DFA would be too large (`(a|b)*a(a|b){20}` needs a
+/// million states) among specs that share its directory: entries that
+/// pass its head run its group's automaton, here and in subdirectories,
+/// still exactly; the specs beside it keep being stepped.
+#[test]
+fn spec_without_a_dfa_among_stepped_ones_agrees_with_libselinux() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fc = dir.path().join("file_contexts");
+    let text = "/d(/.*)? u:r:d_t:s0\n\
+                /d/big(a|b)*a(a|b){20}(/.*)? u:r:big_t:s0\n\
+                /d/bigger/.* u:r:bigger_t:s0\n\
+                /d/other[0-9]+(/.*)? u:r:other_t:s0\n\
+                /d/b[a-z]*/x -- u:r:x_t:s0\n";
+    std::fs::write(&fc, text).expect("write");
+    let twenty_b = "b".repeat(20);
+    let mut keys: Vec<Vec<u8>> = [
+        format!("/d/biga{twenty_b}"),
+        format!("/d/bigba{twenty_b}"),
+        format!("/d/biga{}", "b".repeat(19)),
+        format!("/d/biga{twenty_b}/sub/file"),
+        format!("/d/bigab{twenty_b}/x"),
+        "/d/bigger/x".to_owned(),
+        "/d/bigger/y/z".to_owned(),
+        "/d/bigaaa/x".to_owned(),
+        "/d/bi".to_owned(),
+        "/d/other12/x".to_owned(),
+        "/d/otherx".to_owned(),
+        "/d/bx/x".to_owned(),
+    ]
+    .into_iter()
+    .map(String::into_bytes)
+    .collect();
+    keys.push(b"/d/big".to_vec());
+    fc_oracle::assert_agrees_with_libselinux(&fc, &keys);
+    // Control: the spec without a DFA does decide these.
+    let contexts = FileContexts::load(&fc).expect("loads");
+    let below_d = contexts.directory(b"/d");
+    let name = format!("biga{twenty_b}");
+    assert_eq!(
+        below_d.lookup(name.as_bytes(), FileKind::File),
+        Some("u:r:big_t:s0")
+    );
+    assert_eq!(
+        below_d
+            .subdirectory(name.as_bytes())
+            .lookup(b"sub", FileKind::Dir),
+        Some("u:r:big_t:s0")
+    );
+    assert_eq!(below_d.lookup(b"bigab", FileKind::File), Some("u:r:d_t:s0"));
+}

@@ -58,6 +58,9 @@ fn types(grants: &[Grant]) -> String {
 }
 
 fn store(class: &HostClass, grants: StoreGrants) -> String {
+    if let StoreGrants::Refused(_) = grants {
+        return "refused".to_owned();
+    }
     match class.store_types(grants) {
         Some(grants) => types(grants),
         None => "declared".to_owned(),

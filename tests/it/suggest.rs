@@ -217,7 +217,6 @@ fn suggested_layout_builds_and_check_passes_but_for_what_suggest_left() {
     patched.sort();
     let expected = [
         ("csi-node.yaml", "k8s-hostpath-privileged", 57),
-        ("fluent-bit.yaml", "k8s-hostpath-not-granted", 57),
         ("fluent-bit.yaml", "k8s-hostpath-protected", 51),
         ("kubectl-list.yaml", "k8s-hostpath-protected", 46),
         ("node-exporter.yaml", "k8s-hostpath-protected", 97),

@@ -412,6 +412,11 @@ fn host_path_advice(path: &NormalPath) -> Option<&'static str> {
             "CNI files and kernel modules are host classes of agent domains; give the workload \
              one (`semanifest suggest` writes one)",
         )
+    } else if under("/etc/machine-id") {
+        Some(
+            "the machine ID is the machine-id host class (read-only) of agent domains; give the \
+             workload one holding it (`semanifest suggest` writes one)",
+        )
     } else {
         None
     }

@@ -105,7 +105,7 @@ impl ByteSet {
     /// Emits the set as a Rust byte class made of `\xHH` ranges only.
     fn emit(&self, out: &mut String) {
         if let Some(byte) = self.single() {
-            let _ = write!(out, r"\x{byte:02X}");
+            push_hex(out, byte);
             return;
         }
         if *self == ByteSet::EMPTY {
@@ -126,14 +126,25 @@ impl ByteSet {
                 end += 1;
             }
             if start == end {
-                let _ = write!(out, r"\x{start:02X}");
+                push_hex(out, start);
             } else {
-                let _ = write!(out, r"\x{start:02X}-\x{end:02X}");
+                push_hex(out, start);
+                out.push('-');
+                push_hex(out, end);
             }
             byte = u16::from(end) + 1;
         }
         out.push(']');
     }
+}
+
+/// `\xHH`, upper case: what `write!(out, r"\x{byte:02X}")` writes, without
+/// the formatting machinery (a tenth of loading Debian's file_contexts).
+fn push_hex(out: &mut String, byte: u8) {
+    const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
+    out.push_str(r"\x");
+    out.push(char::from(DIGITS[usize::from(byte >> 4)]));
+    out.push(char::from(DIGITS[usize::from(byte & 15)]));
 }
 
 /// PCRE2's `\d`, `\s`, `\w` with its default (C locale) character tables.
@@ -223,6 +234,59 @@ impl Translation {
         // dropping leading bytes changes no tail position.
         debug_assert!(result.is_ok());
         out
+    }
+}
+
+impl Translation {
+    /// An upper bound on the nesting depth `regex-syntax` sees in any
+    /// pattern [`Self::pattern_after_prefix`] emits: each node of the tree
+    /// adds at most three levels (a group, a repetition and the sequence
+    /// inside), a leaf at most three (`(?:\x0A?\z)`).
+    pub(crate) fn nesting_bound(&self) -> u64 {
+        fn depth(node: &RegexNode) -> u64 {
+            let children = match node {
+                RegexNode::Group(inner) => depth(inner),
+                RegexNode::Repeat { node, .. } => depth(node),
+                RegexNode::Concat(items) | RegexNode::Alternation(items) => {
+                    items.iter().map(depth).max().unwrap_or(0)
+                }
+                _ => 0,
+            };
+            children.saturating_add(3)
+        }
+        depth(&self.tree)
+    }
+
+    /// An upper bound on the states of the Thompson NFA of any pattern
+    /// [`Self::pattern_after_prefix`] emits (counted repeats expanded, as
+    /// the compiler does), saturating.
+    pub(crate) fn nfa_states_bound(&self) -> u64 {
+        fn states(node: &RegexNode) -> u64 {
+            match node {
+                RegexNode::Empty => 1,
+                // One byte or one sparse state.
+                RegexNode::Set(_) => 2,
+                RegexNode::Start
+                | RegexNode::End
+                | RegexNode::WordBoundary
+                | RegexNode::NotWordBoundary => 2,
+                RegexNode::EndOrFinalNewline => 6,
+                RegexNode::Group(inner) => states(inner).saturating_add(2),
+                RegexNode::Repeat { node, min, max } => {
+                    // Every mandatory copy, then every optional one (or one
+                    // looping copy), each with its split state.
+                    let copies = u64::from(max.unwrap_or(*min).max(*min)) + 1;
+                    copies
+                        .saturating_mul(states(node).saturating_add(2))
+                        .saturating_add(2)
+                }
+                RegexNode::Concat(items) | RegexNode::Alternation(items) => items
+                    .iter()
+                    .map(states)
+                    .fold(2u64, |sum, item| sum.saturating_add(item).saturating_add(1)),
+            }
+        }
+        states(&self.tree)
     }
 }
 
@@ -750,7 +814,7 @@ fn unsupported_escape(byte: u8) -> DialectError {
 
 #[cfg(test)]
 mod tests {
-    use super::translate;
+    use super::{push_hex, translate, ByteSet};
 
     fn matches(spec: &str, key: &[u8]) -> bool {
         let pattern = translate(spec.as_bytes())
@@ -761,6 +825,18 @@ mod tests {
             .build()
             .expect("compiles")
             .is_match(key)
+    }
+
+    #[test]
+    fn bytes_are_spelled_as_formatting_spells_them() {
+        for byte in 0..=u8::MAX {
+            let mut out = String::new();
+            push_hex(&mut out, byte);
+            assert_eq!(out, format!(r"\x{byte:02X}"));
+        }
+        let mut out = String::new();
+        ByteSet::of_ranges(&[(b'0', b'9'), (b'_', b'_'), (0xF0, 0xFF)]).emit(&mut out);
+        assert_eq!(out, r"[\x30-\x39\x5F\xF0-\xFF]");
     }
 
     #[test]

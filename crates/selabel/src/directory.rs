@@ -19,10 +19,17 @@
 //! substitution alias lies below the directory (so entries may be rewritten
 //! differently from the directory), the directory's key is or becomes `/`
 //! while substitutions exist, or is not a plain absolute key. A spec group
-//! whose DFAs would be too large is run whole on each entry's full key by its
-//! multi-pattern automaton, as a plain lookup runs it; so are the groups of a
+//! with a spec whose DFA would be too large is run whole on each entry's full
+//! key by its multi-pattern automaton, as a plain lookup runs it, from the
+//! directory where that spec needs its DFA; so are the groups of a
 //! directory where more than `MAX_STEPPED` specs are still alive (the states
 //! are kept for its subdirectories, where most die).
+//!
+//! DFAs are built per spec on first use, and not before the key has passed
+//! the literal bytes the spec's pattern starts with after its group's prefix
+//! (its head, `mysql` in `/var/lib/mysql(/.*)?`): until then a spec only
+//! compares bytes, and most die there without a DFA. A spec in its head is
+//! alive exactly when its DFA's state would be.
 
 use std::borrow::Cow;
 use std::cell::RefCell;
@@ -41,10 +48,105 @@ const MAX_STEPPED: usize = 64;
 #[derive(Clone, Debug)]
 struct Candidate<'m> {
     spec: u32,
-    dfa: &'m SpecDfa,
-    progress: Progress,
+    /// The spec's pattern in its group.
+    pattern: usize,
+    stage: Stage<'m>,
     /// The group the spec belongs to, should it have to be run whole.
     group: WholeGroup<'m>,
+}
+
+/// How far a spec has got along a directory's key.
+#[derive(Clone, Copy, Debug)]
+enum Stage<'m> {
+    /// The key after the group's prefix is the first this many bytes of the
+    /// pattern's head ([`Group::head`]), which it has not passed: no DFA is
+    /// needed yet, and a key that leaves the head kills the spec without
+    /// one ever being built (most specs of a group die that way).
+    Head(usize),
+    Dfa(&'m SpecDfa, Progress),
+}
+
+/// A candidate after more bytes of the key.
+enum Advanced<'m> {
+    Alive(Stage<'m>),
+    Dead,
+    /// Its DFA is too large: its group must be run whole.
+    NoDfa,
+}
+
+impl<'m> Candidate<'m> {
+    fn advance(&self, bytes: &[u8]) -> Advanced<'m> {
+        let (dfa, progress) = match self.stage {
+            Stage::Dfa(dfa, progress) => (dfa, progress),
+            Stage::Head(consumed) => {
+                let head = self.group.group.head(self.pattern);
+                let rest = &head[consumed..];
+                if bytes.len() < rest.len() {
+                    return if rest.starts_with(bytes) {
+                        Advanced::Alive(Stage::Head(consumed + bytes.len()))
+                    } else {
+                        Advanced::Dead
+                    };
+                }
+                if !bytes.starts_with(rest) {
+                    return Advanced::Dead;
+                }
+                let Some((dfa, progress)) = self.past_head() else {
+                    return Advanced::NoDfa;
+                };
+                let Some(progress) = progress else {
+                    return Advanced::Dead;
+                };
+                return match dfa.feed(progress, &bytes[rest.len()..]) {
+                    Some(progress) => Advanced::Alive(Stage::Dfa(dfa, progress)),
+                    None => Advanced::Dead,
+                };
+            }
+        };
+        match dfa.feed(progress, bytes) {
+            Some(progress) => Advanced::Alive(Stage::Dfa(dfa, progress)),
+            None => Advanced::Dead,
+        }
+    }
+
+    /// The spec's DFA and its progress over the whole head (`None`: dead),
+    /// from the state after the group's prefix, which ends in `/`; `None`
+    /// when the DFA is too large.
+    fn past_head(&self) -> Option<(&'m SpecDfa, Option<Progress>)> {
+        let group = self.group.group;
+        let dfa = group.spec_dfa(self.pattern)?;
+        let start = dfa.start(b"/", 1, Anchored::Yes)?;
+        Some((
+            dfa,
+            dfa.feed(Progress::Stepping(start), group.head(self.pattern)),
+        ))
+    }
+
+    /// Whether the entry `name` of the directory matches.
+    fn matches_name(&self, name: &[u8]) -> bool {
+        let consumed = match self.stage {
+            Stage::Dfa(dfa, progress) => return dfa.matches_name(progress, name),
+            Stage::Head(consumed) => consumed,
+        };
+        let group = self.group.group;
+        let head = group.head(self.pattern);
+        let Some(after_head) = name.strip_prefix(&head[consumed..]) else {
+            return false;
+        };
+        match self.past_head() {
+            Some((dfa, Some(progress))) => dfa.matches_name(progress, after_head),
+            Some((_, None)) => false,
+            None => {
+                // The DFA is too large: the group's automaton decides, on
+                // the key after the prefix with the prefix's `/` before it.
+                let mut haystack = Vec::with_capacity(1 + head.len() + after_head.len());
+                haystack.push(b'/');
+                haystack.extend_from_slice(head);
+                haystack.extend_from_slice(after_head);
+                group.pattern_matches(self.pattern, &haystack, 1)
+            }
+        }
+    }
 }
 
 /// A group run whole on each entry's key, as [`Matcher::winner`] runs it.
@@ -86,20 +188,22 @@ impl<'m> Class<'m> {
             start: (at != 0).then_some(at),
         };
         let anchored = if at == 0 { Anchored::No } else { Anchored::Yes };
-        let started = group.spec_dfas().and_then(|dfas| {
-            let pairs = dfas.iter().zip(&group.spec_index);
-            pairs
-                .map(|(dfa, &spec)| {
-                    let state = dfa.start(haystack, at, anchored)?;
-                    Some(Candidate {
-                        spec,
-                        dfa,
-                        progress: Progress::Stepping(state),
-                        group: whole,
-                    })
-                })
-                .collect::<Option<Vec<_>>>()
+        let started = group.spec_index.iter().enumerate().map(|(pattern, &spec)| {
+            // Heads only exist after a prefix, which ends in `/`.
+            let stage = if group.head(pattern).is_empty() {
+                let dfa = group.spec_dfa(pattern)?;
+                Stage::Dfa(dfa, Progress::Stepping(dfa.start(haystack, at, anchored)?))
+            } else {
+                Stage::Head(0)
+            };
+            Some(Candidate {
+                spec,
+                pattern,
+                stage,
+                group: whole,
+            })
         });
+        let started = started.collect::<Option<Vec<_>>>();
         match started {
             Some(candidates) => self.candidates.extend(candidates),
             None => self.whole.push(whole),
@@ -107,16 +211,39 @@ impl<'m> Class<'m> {
     }
 
     fn advance(&self, bytes: &[u8]) -> Self {
-        let candidates = self.candidates.iter().filter_map(|candidate| {
-            let progress = candidate.dfa.feed(candidate.progress, bytes)?;
-            Some(Candidate {
-                progress,
-                ..*candidate
-            })
-        });
+        let mut candidates = Vec::with_capacity(self.candidates.len());
+        let mut whole = self.whole.clone();
+        for candidate in &self.candidates {
+            match candidate.advance(bytes) {
+                Advanced::Alive(stage) => candidates.push(Candidate {
+                    stage,
+                    ..*candidate
+                }),
+                Advanced::Dead => {}
+                Advanced::NoDfa => {
+                    let group = candidate.group;
+                    if !whole
+                        .iter()
+                        .any(|seen| std::ptr::eq(seen.group, group.group))
+                    {
+                        whole.push(group);
+                    }
+                }
+            }
+        }
+        // A group with a spec past its head but without a DFA is run whole
+        // from here on, all its specs with it.
+        let new_whole = &whole[self.whole.len()..];
+        if !new_whole.is_empty() {
+            candidates.retain(|candidate| {
+                !new_whole
+                    .iter()
+                    .any(|seen| std::ptr::eq(seen.group, candidate.group.group))
+            });
+        }
         Class {
-            candidates: candidates.collect(),
-            whole: self.whole.clone(),
+            candidates,
+            whole,
             crowded: Vec::new(),
         }
     }
@@ -166,9 +293,10 @@ impl<'m> Class<'m> {
         if !self.crowded.is_empty() {
             return whole;
         }
-        let stepped = self.candidates.iter().find(|candidate| {
-            accept(candidate.spec) && candidate.dfa.matches_name(candidate.progress, name)
-        });
+        let stepped = self
+            .candidates
+            .iter()
+            .find(|candidate| accept(candidate.spec) && candidate.matches_name(name));
         stepped.map(|candidate| candidate.spec).max(whole)
     }
 }

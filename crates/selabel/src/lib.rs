@@ -137,7 +137,8 @@ pub enum LoadError {
         compiled: String,
         regex_version: String,
     },
-    /// The automaton for these specs exceeds the engine's size limits.
+    /// More specs than the engine can number (a spec too large for it is a
+    /// [`LoadError::Spec`]).
     #[error("{origin}: specs too large to compile: {problem}")]
     TooLarge { origin: String, problem: String },
 }
@@ -334,9 +335,19 @@ impl FileContexts {
         }
         let matcher =
             Matcher::build(prepared, first_exact, local_subs, dist_subs).map_err(|error| {
-                LoadError::TooLarge {
-                    origin: origin.to_owned(),
-                    problem: error.0,
+                match error.spec.and_then(|index| origins.get(index as usize)) {
+                    Some(spec) => LoadError::Spec {
+                        file: spec.file.clone(),
+                        line: spec.line,
+                        problem: SpecProblem::Regex {
+                            regex: spec.regex.clone(),
+                            reason: error.problem,
+                        },
+                    },
+                    None => LoadError::TooLarge {
+                        origin: origin.to_owned(),
+                        problem: error.problem,
+                    },
                 }
             })?;
         Ok(Self { matcher, origins })

@@ -23,6 +23,7 @@ use std::sync::OnceLock;
 
 use regex_automata::meta::Regex;
 use regex_automata::nfa::thompson::WhichCaptures;
+use regex_automata::util::primitives::PatternID;
 use regex_automata::util::syntax;
 use regex_automata::{Anchored, Input, MatchKind, PatternSet};
 use sha2::{Digest as _, Sha256};
@@ -54,13 +55,21 @@ struct CompiledSpec {
 /// Specs compiled into one automaton, in increasing priority.
 #[derive(Debug)]
 pub(super) struct Group {
-    automaton: Regex,
+    /// Built on first use: a walk below `/var` needs a handful of the
+    /// hundreds of groups a distribution's file_contexts makes, and building
+    /// them all was a fifth of a relabel pass's CPU time. Load has checked
+    /// every way building it can fail ([`check_pattern`]).
+    automaton: OnceLock<Regex>,
     /// Pattern index → spec index, increasing.
     pub(super) spec_index: Vec<u32>,
     /// The patterns, for the per-spec DFAs of [`super::directory`].
     patterns: Box<[String]>,
-    /// One DFA per pattern, built on first use; `None` if one is too large.
-    dfas: OnceLock<Option<Box<[SpecDfa]>>>,
+    /// Per pattern: the bytes every key it matches has right after the
+    /// group's prefix (none in the unprefixed group). A walk steps over
+    /// them without the pattern's DFA, so most DFAs are never built.
+    heads: Box<[Box<[u8]>]>,
+    /// Per pattern: its DFA, built on first use; `None` if too large.
+    dfas: Box<[OnceLock<Option<Box<SpecDfa>>>]>,
 }
 
 /// A fast hash for the tables below: their keys come from the specs, so a
@@ -145,34 +154,97 @@ struct DigestTables {
     keyed: Vec<(Box<[u8]>, Vec<u32>)>,
 }
 
-/// Why an automaton could not be built (size limits: every pattern was
-/// produced by our own translator).
+/// Why an automaton could not be built: a spec too large for the engine
+/// (`spec`: its index), or too many specs.
 #[derive(Debug)]
-pub(crate) struct AutomatonError(pub String);
+pub(crate) struct AutomatonError {
+    pub spec: Option<u32>,
+    pub problem: String,
+}
 
-fn build_group(patterns: &[String], spec_index: Vec<u32>) -> Result<Group, AutomatonError> {
-    let automaton = Regex::builder()
-        .syntax(syntax::Config::new().unicode(false).utf8(false))
+/// Thompson NFA states one spec may need (counted repeats multiply: a spec
+/// over this is a mistake or an attack, real ones need a few dozen).
+const MAX_SPEC_STATES: u64 = 1 << 17;
+
+/// States the specs of one group may need together; beyond it the group's
+/// automaton would take hundreds of MiB.
+const MAX_GROUP_STATES: u64 = 1 << 22;
+
+/// `regex-syntax`'s default nesting limit, which the automata keep.
+const NEST_LIMIT: u32 = 250;
+
+fn syntax_config() -> syntax::Config {
+    syntax::Config::new()
+        .unicode(false)
+        .utf8(false)
+        .nest_limit(NEST_LIMIT)
+}
+
+/// What the group automaton of `pattern` (emitted for `translation`)
+/// cannot survive, checked without building it: nesting beyond the
+/// parser's limit (the real parser decides when the cheap bound is not
+/// enough) and a state count past [`MAX_SPEC_STATES`]. Its syntax is the
+/// translator's own and needs no check. Returns the state bound.
+fn check_pattern(translation: &Translation, pattern: &str) -> Result<u64, String> {
+    if translation.nesting_bound() > u64::from(NEST_LIMIT) {
+        syntax::parse_with(pattern, &syntax_config())
+            .map_err(|error| format!("nested too deeply for the regex engine: {error}"))?;
+    }
+    let states = translation.nfa_states_bound();
+    if states > MAX_SPEC_STATES {
+        return Err(format!(
+            "too large: its automaton would need over {MAX_SPEC_STATES} states \
+             (counted repeats multiply)"
+        ));
+    }
+    Ok(states)
+}
+
+/// The automaton of a group's patterns; [`PrefixGroups::build`] has checked
+/// every cause of failure: the syntax is the translator's, the nesting and
+/// the size are within the bounds, and the NFA has no size limit of its own
+/// (the bounds are the limit).
+fn build_automaton(patterns: &[String]) -> Regex {
+    // The tests of `what_the_load_checks_pass_builds` try it at the
+    // checks' bounds.
+    try_build_automaton(patterns).unwrap_or_else(|error| {
+        panic!("a file_contexts automaton failed to build after its checks at load: {error}")
+    })
+}
+
+fn try_build_automaton(
+    patterns: &[String],
+) -> Result<Regex, Box<regex_automata::meta::BuildError>> {
+    Regex::builder()
+        .syntax(syntax_config())
         .configure(
             Regex::config()
                 .match_kind(MatchKind::All)
                 .utf8_empty(false)
                 .which_captures(WhichCaptures::None)
+                .nfa_size_limit(None)
                 .dfa(false),
         )
         .build_many(patterns)
-        .map_err(|error| AutomatonError(error.to_string()))?;
-    Ok(Group {
-        automaton,
+        .map_err(Box::new)
+}
+
+fn new_group(patterns: Vec<String>, heads: Vec<Box<[u8]>>, spec_index: Vec<u32>) -> Group {
+    Group {
+        automaton: OnceLock::new(),
         spec_index,
+        dfas: patterns.iter().map(|_| OnceLock::new()).collect(),
         patterns: patterns.into(),
-        dfas: OnceLock::new(),
-    })
+        heads: heads.into(),
+    }
 }
 
 impl PrefixGroups {
     fn build(members: Vec<(&Translation, u32)>) -> Result<Self, AutomatonError> {
-        let mut by_prefix: HashMap<&[u8], (Vec<String>, Vec<u32>)> = HashMap::new();
+        // Per directory: patterns, their heads, spec indices, state bound
+        // of them all.
+        type Members = (Vec<String>, Vec<Box<[u8]>>, Vec<u32>, u64);
+        let mut by_prefix: HashMap<&[u8], Members> = HashMap::new();
         for (translation, index) in members {
             // Cut at the last `/`: keys are grouped by whole directories.
             let prefix = &translation.required_prefix;
@@ -180,15 +252,35 @@ impl PrefixGroups {
                 Some(slash) => &prefix[..=slash],
                 None => &prefix[..0],
             };
-            let entry = by_prefix.entry(directory).or_default();
-            entry
-                .0
-                .push(translation.pattern_after_prefix(directory.len()));
-            entry.1.push(index);
+            let pattern = translation.pattern_after_prefix(directory.len());
+            let too_large = |problem| AutomatonError {
+                spec: Some(index),
+                problem,
+            };
+            let states = check_pattern(translation, &pattern).map_err(too_large)?;
+            let (patterns, heads, indices, group_states) = by_prefix.entry(directory).or_default();
+            *group_states = group_states.saturating_add(states);
+            if *group_states > MAX_GROUP_STATES {
+                return Err(too_large(format!(
+                    "too large together with the {} specs before it that start with `{}`: \
+                     their automaton would need over {MAX_GROUP_STATES} states",
+                    patterns.len(),
+                    String::from_utf8_lossy(directory),
+                )));
+            }
+            patterns.push(pattern);
+            // The unprefixed group runs unanchored: no head to step over.
+            let head = if directory.is_empty() {
+                &[][..]
+            } else {
+                &prefix[directory.len()..]
+            };
+            heads.push(head.into());
+            indices.push(index);
         }
         let mut groups = PrefixGroups::default();
-        for (directory, (patterns, indices)) in by_prefix {
-            let group = build_group(&patterns, indices)?;
+        for (directory, (patterns, heads, indices, _)) in by_prefix {
+            let group = new_group(patterns, heads, indices);
             if directory.is_empty() {
                 groups.unprefixed = Some(group);
             } else {
@@ -230,15 +322,33 @@ impl PrefixGroups {
 }
 
 impl Group {
-    /// One DFA per pattern (same order), or `None` when some pattern's DFA
+    /// The DFA of pattern `pattern`, built on first use; `None` when it
     /// would exceed the size limits.
-    pub(super) fn spec_dfas(&self) -> Option<&[SpecDfa]> {
-        self.dfas
-            .get_or_init(|| {
-                let patterns = self.patterns.iter();
-                patterns.map(|pattern| SpecDfa::build(pattern)).collect()
-            })
+    pub(super) fn spec_dfa(&self, pattern: usize) -> Option<&SpecDfa> {
+        let dfa = self.dfas.get(pattern)?;
+        dfa.get_or_init(|| SpecDfa::build(self.patterns.get(pattern)?).map(Box::new))
             .as_deref()
+    }
+
+    /// The bytes every key pattern `pattern` matches has right after the
+    /// group's prefix (empty in the unprefixed group).
+    pub(super) fn head(&self, pattern: usize) -> &[u8] {
+        self.heads.get(pattern).map_or(&[], |head| head)
+    }
+
+    /// Whether pattern `pattern` alone matches `haystack[at..]`, run as the
+    /// group runs it after a prefix: for a spec whose DFA is too large.
+    pub(super) fn pattern_matches(&self, pattern: usize, haystack: &[u8], at: usize) -> bool {
+        let input = Input::new(haystack).range(at..).anchored(Anchored::Yes);
+        let mut matched = PatternSet::new(self.spec_index.len());
+        self.automaton()
+            .which_overlapping_matches(&input, &mut matched);
+        matched.iter().any(|id| id.as_usize() == pattern)
+    }
+
+    fn automaton(&self) -> &Regex {
+        self.automaton
+            .get_or_init(|| build_automaton(&self.patterns))
     }
 
     pub(super) fn best(&self, input: Input<'_>, accept: &impl Fn(u32) -> bool) -> Option<u32> {
@@ -255,7 +365,7 @@ impl Group {
                 *matched = PatternSet::new(1 << class);
             }
             matched.clear();
-            self.automaton.which_overlapping_matches(&input, matched);
+            self.automaton().which_overlapping_matches(&input, matched);
             if matched.is_empty() {
                 return None;
             }
@@ -283,7 +393,14 @@ impl Matcher {
         local_subs: Substitutions,
         dist_subs: Substitutions,
     ) -> Result<Self, AutomatonError> {
-        let too_many = || AutomatonError("more than 4 billion specs".to_owned());
+        let too_many = || AutomatonError {
+            spec: None,
+            problem: "more than 2 billion specs".to_owned(),
+        };
+        // Every group's pattern IDs must fit, whatever its size.
+        if specs.len() > PatternID::LIMIT {
+            return Err(too_many());
+        }
         let mut stems: Table<u32> = Table::default();
         let mut literals: Table<Vec<u32>> = Table::default();
         let mut exact_members = Vec::new();
@@ -592,6 +709,119 @@ mod tests {
         assert_eq!(&*normalise(b"a/"), b"a");
         assert_eq!(&*normalise(b"/a/./../b"), b"/a/./../b");
         assert!(matches!(normalise(b"/usr/bin/ls"), Cow::Borrowed(_)));
+    }
+
+    /// The cheap nesting bound never lets through a pattern the real parser
+    /// refuses (the lazily built automata rely on it); shapes that add the
+    /// most levels per group, up to past the limit.
+    const NEST_SHAPES: [(&str, &str); 4] = [
+        ("(b", ")*"),
+        ("(b|[c-e]", ")+"),
+        ("(x\\b(y|z)?", "){2,3}"),
+        ("(a|(b", "))"),
+    ];
+
+    fn translate(spec: &str) -> Translation {
+        super::super::dialect::translate(spec.as_bytes()).expect("translates")
+    }
+
+    #[test]
+    fn nesting_bound_covers_what_the_parser_counts() {
+        for (open, close) in NEST_SHAPES {
+            let mut refused = false;
+            for depth in 1..=120 {
+                let spec = format!("/a/{}{}", open.repeat(depth), close.repeat(depth));
+                let Ok(translation) = super::super::dialect::translate(spec.as_bytes()) else {
+                    continue;
+                };
+                let pattern = translation.pattern_after_prefix(3);
+                let parsed = syntax::parse_with(&pattern, &syntax_config());
+                if translation.nesting_bound() <= u64::from(NEST_LIMIT) {
+                    assert!(parsed.is_ok(), "{spec}: {parsed:?}");
+                }
+                refused |= parsed.is_err();
+            }
+            // Control: the shapes do reach the parser's limit.
+            assert!(refused, "{open}...{close} never nested past the limit");
+        }
+    }
+
+    /// The automata are built on first lookup, where failing is not an
+    /// option: whatever the load checks let through builds, tried at the
+    /// checks' bounds (each shape as deep or as large as they allow, and a
+    /// group as large as they allow), with controls one step past them.
+    #[test]
+    fn what_the_load_checks_pass_builds() {
+        // Nesting: every depth of each shape the checks pass, including
+        // those only the real parser lets through.
+        let mut parsed_to_pass = 0;
+        for (open, close) in NEST_SHAPES {
+            for depth in 1..=120 {
+                let spec = format!("/a/{}{}", open.repeat(depth), close.repeat(depth));
+                let Ok(translation) = super::super::dialect::translate(spec.as_bytes()) else {
+                    continue;
+                };
+                let pattern = translation.pattern_after_prefix(3);
+                if check_pattern(&translation, &pattern).is_ok() {
+                    try_build_automaton(&[pattern]).expect(&spec);
+                    if translation.nesting_bound() > u64::from(NEST_LIMIT) {
+                        parsed_to_pass += 1;
+                    }
+                }
+            }
+        }
+        assert!(parsed_to_pass > 0, "no spec took the real parser's path");
+
+        // Size: the largest count of each shape that passes, and the next.
+        let shapes = [
+            "/s/(a{1000}){N}",
+            "/s/([a-z0-9_]{1000}){N}",
+            "/s/((a|bc|[d-f]){100}){N}",
+            "/s/(((a|b)?x){10}){N}",
+            "/s/(y{1000}|z){N}",
+        ];
+        let check = |shape: &str, count: u32| {
+            let translation = translate(&shape.replace('N', &count.to_string()));
+            let pattern = translation.pattern_after_prefix(3);
+            check_pattern(&translation, &pattern).map(|states| (pattern, states))
+        };
+        let mut largest = Vec::new();
+        for shape in shapes {
+            let count = (1..=1000)
+                .take_while(|&count| check(shape, count).is_ok())
+                .last()
+                .expect("passes with a count of 1");
+            assert!(count < 1000, "{shape}: never reaches the bound");
+            let (pattern, states) = check(shape, count).expect("passes");
+            assert!(states > MAX_SPEC_STATES / 2, "{shape}: {states}");
+            try_build_automaton(std::slice::from_ref(&pattern)).expect(shape);
+            largest.push(shape.replace('N', &count.to_string()));
+        }
+
+        // A group: specs as large as the checks allow under one prefix,
+        // as many as the group's bound allows.
+        let specs: Vec<Translation> = (0..64)
+            .map(|index| {
+                translate(&largest[index % largest.len()].replace("/s/", &format!("/g/{index}")))
+            })
+            .collect();
+        let mut fitting = 0;
+        while PrefixGroups::build(specs[..=fitting].iter().zip(0..).collect()).is_ok() {
+            fitting += 1;
+        }
+        assert!(fitting > 16 && fitting < specs.len(), "{fitting}");
+        let groups = PrefixGroups::build(specs[..fitting].iter().zip(0..).collect()).expect("fits");
+        let group = groups.at(b"/g/").expect("one group");
+        let automaton = try_build_automaton(&group.patterns).expect("the group builds");
+        // It answers, too: the first spec matches its own count of `a`s.
+        let answers = (1..=1000).any(|count| {
+            let key = format!("/g/0{}", "a".repeat(1000 * count));
+            let input = Input::new(key.as_bytes())
+                .range(3..)
+                .anchored(Anchored::Yes);
+            automaton.is_match(input)
+        });
+        assert!(answers, "the group's first spec matches none of its keys");
     }
 
     #[test]

@@ -112,3 +112,16 @@ pub(super) enum Progress {
     /// A match has ended already: every longer key matches too.
     Matched,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the walk's fallback for a spec without a DFA is tested with
+    /// (`spec_without_a_dfa_among_stepped_ones_agrees_with_libselinux`).
+    #[test]
+    fn a_blown_up_pattern_has_no_dfa() {
+        assert!(SpecDfa::build("(?:a|b)*a(?:a|b){20}").is_none());
+        assert!(SpecDfa::build("(?:a|b)*a(?:a|b){3}").is_some());
+    }
+}

@@ -67,6 +67,7 @@ code!(AGENT_FIELD, "agent-field", LAYOUT_AGENT);
 code!(AGENT_TRANSITION, "agent-transition", LAYOUT_AGENT);
 code!(HOST_CLASS, "host-class", LAYOUT_AGENT);
 code!(HOST_LEVEL, "host-level", LAYOUT_AGENT);
+code!(HOST_CLASS_STORE, "host-class-store", LAYOUT_AGENT);
 code!(CAPABILITY, "capability", LAYOUT_AGENT);
 code!(AGENT_BPF_SYS_ADMIN, "agent-bpf-sys-admin", LAYOUT_AGENT);
 
@@ -83,7 +84,7 @@ code!(NODE_EXEC, "node-exec", LAYOUT_NODE);
 code!(KUBENS_EXEC, "kubens-exec", LAYOUT_NODE);
 
 /// Every code, for documentation and tests.
-pub static CODES: [&crate::diag::Code; 51] = [
+pub static CODES: [&crate::diag::Code; 52] = [
     &YAML,
     &TOO_LARGE,
     &API_VERSION,
@@ -125,6 +126,7 @@ pub static CODES: [&crate::diag::Code; 51] = [
     &AGENT_TRANSITION,
     &HOST_CLASS,
     &HOST_LEVEL,
+    &HOST_CLASS_STORE,
     &CAPABILITY,
     &AGENT_BPF_SYS_ADMIN,
     &AGENT_RAW_DISK,

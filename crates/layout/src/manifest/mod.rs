@@ -19,6 +19,7 @@ use std::path::Path;
 pub use raw::layout_schema;
 
 use crate::diag::{Diagnostic, Pos, Report, Source};
+use crate::model::host::{StoreFamily, StoreGrants};
 use crate::model::Layout;
 
 /// The structured `/var` every node gets unless told otherwise.
@@ -90,6 +91,43 @@ pub fn parse(source: Source, base: &BaseFacts) -> Result<Parsed, Report> {
             diagnostics,
         }),
     }
+}
+
+/// A parsed layout, held to what a store of `family` can grant: a host
+/// class the store refuses (its type for the class's paths is shared with
+/// files no agent may read) is an error at the grant, saying why.
+pub fn for_store(parsed: Parsed, family: StoreFamily) -> Result<Parsed, Report> {
+    let mut diagnostics = Vec::new();
+    for domain in &parsed.layout.domains {
+        for grant in &domain.host {
+            if let StoreGrants::Refused(why) = grant.class.on_store(family) {
+                diagnostics.push(
+                    Diagnostic::error(
+                        &codes::HOST_CLASS_STORE,
+                        grant.pos,
+                        format!(
+                            "host class `{}` of `{}` cannot be granted on a {} store: {why}",
+                            grant.class.name,
+                            domain.key,
+                            family.describe()
+                        ),
+                    )
+                    .with_help(format!(
+                        "drop `{}` from `{}` for this store (docs/agents.md says what to do \
+                         instead), or build the standalone policy",
+                        grant.class.name, domain.key
+                    )),
+                );
+            }
+        }
+    }
+    if diagnostics.is_empty() {
+        return Ok(parsed);
+    }
+    Err(Report {
+        source: parsed.source,
+        diagnostics,
+    })
 }
 
 /// The embedded default layout, parsed.

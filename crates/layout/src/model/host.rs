@@ -1,6 +1,7 @@
 //! The closed vocabulary of what an agent domain may be granted outside the
 //! layout's own paths: kernel filesystems, devices by class, the container
-//! runtime's socket, CNI configuration and plugins, kernel modules, mounts.
+//! runtime's socket, CNI configuration and plugins, kernel modules, the
+//! machine ID, mounts.
 //!
 //! [`HOST_CLASSES`] is the one table every consumer reads: the manifest
 //! validates `host:` grants against it (names, admitted levels), the policy
@@ -12,7 +13,8 @@
 //! Invariants: names are unique and sorted; every class admits at least
 //! one level and every level it admits is an access level of the manifest;
 //! host paths are absolute and normalised; a class grants the same kinds
-//! of things on every target (only the type names differ).
+//! of things on every target (only the type names differ), or is refused
+//! on a store, saying why.
 
 use super::is_within;
 
@@ -31,6 +33,11 @@ pub enum Group {
     Cni,
     /// Kernel modules and their metadata, read-only.
     KernelModules,
+    /// The files that say which node this is (the machine ID), read-only.
+    /// Not `KernelModules` or `Cni`, the other OS files: those are trees a
+    /// package owns, these are single files of the node's own identity;
+    /// keeping them apart keeps a class of `/etc` from growing into `/etc`.
+    HostIdentity,
     /// An operation rather than a place: mounting filesystems.
     Mount,
 }
@@ -43,6 +50,7 @@ impl Group {
             Group::Runtime => "runtime directory under /run",
             Group::Cni => "CNI",
             Group::KernelModules => "kernel modules",
+            Group::HostIdentity => "host identity",
             Group::Mount => "mounts",
         }
     }
@@ -190,6 +198,31 @@ pub enum StoreGrants {
     /// the standalone file types itself and labels the class's paths with
     /// them.
     Declared,
+    /// The class is refused on this store, for the reason given: the
+    /// store's type for its paths is shared with files no agent may read,
+    /// and relabelling them would take them from the store's own domains.
+    /// The manifest refuses the grant against such a store; the module
+    /// grants nothing for it.
+    Refused(&'static str),
+}
+
+/// A distribution policy a module is built for: whose names a class's
+/// store grants are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoreFamily {
+    /// refpolicy (Debian, Ubuntu).
+    Refpolicy,
+    /// targeted with container-selinux (Fedora, RHEL, CoreOS).
+    ContainerSelinux,
+}
+
+impl StoreFamily {
+    pub fn describe(self) -> &'static str {
+        match self {
+            StoreFamily::Refpolicy => "refpolicy",
+            StoreFamily::ContainerSelinux => "container-selinux",
+        }
+    }
 }
 
 /// One class of the vocabulary.
@@ -233,12 +266,22 @@ pub enum BeyondLabels {
 
 impl HostClass {
     /// The types `store` (one of this class's store grants) grants;
-    /// `None` where the module declares the standalone types itself.
+    /// `None` where the module declares the standalone types itself;
+    /// nothing where the store refuses the class.
     pub fn store_types(&self, store: StoreGrants) -> Option<&'static [Grant]> {
         match store {
             StoreGrants::Types(grants) => Some(grants),
             StoreGrants::AsStandalone => Some(self.standalone),
             StoreGrants::Declared => None,
+            StoreGrants::Refused(_) => Some(&[]),
+        }
+    }
+
+    /// What it grants on a store of `family`.
+    pub fn on_store(&self, family: StoreFamily) -> StoreGrants {
+        match family {
+            StoreFamily::Refpolicy => self.refpolicy,
+            StoreFamily::ContainerSelinux => self.container_selinux,
         }
     }
 
@@ -287,6 +330,12 @@ const DEV: HostPath = exact("/dev", DIR);
 const READ: &[&str] = &["read"];
 const WRITE: &[&str] = &["write"];
 const READ_WRITE: &[&str] = &["read", "write"];
+
+/// Why `machine-id` is refused on refpolicy's stores (Debian, Ubuntu).
+const MACHINE_ID_ON_REFPOLICY: &str = "refpolicy labels /etc/machine-id `etc_t`, the type of most of /etc \
+     (the kubeconfigs and the cluster's PKI under /etc/kubernetes too): a grant on `etc_t` would read \
+     them all, and relabelling the file would take it from every store domain that reads it as \
+     `etc_t` (systemd, journald, D-Bus)";
 
 /// The vocabulary, sorted by name.
 pub static HOST_CLASSES: &[HostClass] = &[
@@ -473,6 +522,21 @@ pub static HOST_CLASSES: &[HostClass] = &[
         container_selinux: StoreGrants::AsStandalone,
         beyond_labels: None,
     },
+    // One file, read only: the ID names the node and is no secret. Its
+    // own type in the base policy (an exact `--` spec) and on
+    // container-selinux (which lets every domain read it already); refused
+    // on refpolicy, whose type for it is most of /etc's.
+    HostClass {
+        name: "machine-id",
+        group: Group::HostIdentity,
+        summary: "the machine ID (/etc/machine-id), read, as log shippers find the node's journal and monitors name the node",
+        paths: &[exact("/etc/machine-id", ObjectKind::File)],
+        levels: READ,
+        standalone: &[Grant::Files("machineid_t")],
+        refpolicy: StoreGrants::Refused(MACHINE_ID_ON_REFPOLICY),
+        container_selinux: StoreGrants::Types(&[Grant::Files("machineid_t")]),
+        beyond_labels: None,
+    },
     HostClass {
         name: "mount",
         group: Group::Mount,
@@ -629,6 +693,10 @@ mod tests {
                 kinds
             };
             for store in [class.refpolicy, class.container_selinux] {
+                if let StoreGrants::Refused(why) = store {
+                    assert!(!why.is_empty(), "{}: refused without a reason", class.name);
+                    continue;
+                }
                 if let Some(grants) = class.store_types(store) {
                     assert_eq!(
                         same_shape(grants),
@@ -682,10 +750,36 @@ mod tests {
         assert_eq!(names("/etc/cni/net.d"), ["cni-config"]);
         assert_eq!(names("/opt/cni/bin"), ["cni-bin"]);
         assert_eq!(names("/usr/lib/modules"), ["kernel-modules"]);
+        assert_eq!(names("/etc/machine-id"), ["machine-id"]);
         // Controls: what no class covers.
         assert!(names("/dev/mem").is_empty());
         assert!(names("/etc").is_empty());
         assert!(names("/var/lib/etcd").is_empty());
         assert!(names("/run").is_empty());
+    }
+
+    #[test]
+    fn machine_id_covers_the_machine_id_file_alone() {
+        let class = class("machine-id").unwrap();
+        assert_eq!(class.levels, ["read"]);
+        assert!(class.covering("/etc/machine-id").next().is_some());
+        // Controls: the rest of /etc, its siblings and what lies below it.
+        for other in [
+            "/etc",
+            "/etc/hostname",
+            "/etc/machine-idx",
+            "/etc/machine-id/x",
+            "/etc/machine",
+            "/run/machine-id",
+            "/var/lib/dbus/machine-id",
+        ] {
+            assert!(class.covering(other).next().is_none(), "{other}");
+            assert!(classes_for(other)
+                .iter()
+                .all(|(c, _)| c.name != "machine-id"));
+        }
+        // A grant on refpolicy's `etc_t` would read all of /etc: refused.
+        assert!(matches!(class.refpolicy, StoreGrants::Refused(_)));
+        assert_eq!(class.store_types(class.refpolicy), Some(&[][..]));
     }
 }
