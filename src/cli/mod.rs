@@ -29,7 +29,6 @@ use std::process::ExitCode;
 
 use ::layout::diag::Report;
 use ::layout::manifest::{self, BaseFacts, Parsed};
-use ::layout::model::host::StoreFamily;
 use clap::{Parser, Subcommand};
 
 /// Everything went as asked.
@@ -255,12 +254,8 @@ pub fn parse_layout_for_store(
     path: Option<&Path>,
     baseline: &store::Baseline,
 ) -> anyhow::Result<Result<Parsed, Report>> {
-    let family = match baseline.profile.name {
-        store::ProfileName::Refpolicy => StoreFamily::Refpolicy,
-        store::ProfileName::ContainerSelinux => StoreFamily::ContainerSelinux,
-    };
     Ok(parse_layout(path, &baseline.base_facts())?
-        .and_then(|parsed| manifest::for_store(parsed, family)))
+        .and_then(|parsed| manifest::for_store(parsed, baseline.family())))
 }
 
 /// A parsed layout with its warnings printed; an invalid one is the error

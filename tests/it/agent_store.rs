@@ -415,6 +415,25 @@ fn a_class_the_store_refuses_fails_at_its_grant() {
             && out.contains(&format!("layout.yaml:{line}:{column}")),
         "{out}"
     );
+    // The library refuses it too when the caller skipped
+    // `manifest::for_store`: an error, not a module without the grant.
+    let options = store::ModuleOptions::default();
+    let baseline = store::Baseline::prepare(&refpolicy_store(), &options, None).unwrap();
+    let parsed = layout::manifest::parse(
+        layout::diag::Source::new("layout.yaml", text.clone()),
+        &baseline.base_facts(),
+    )
+    .unwrap();
+    match store::build(&baseline, &parsed, &options) {
+        Err(store::ModuleError::Mapping(message)) => assert!(
+            message.contains(
+                "host class `machine-id` of `probe-machine-id` cannot be granted on a refpolicy store"
+            ),
+            "{message}"
+        ),
+        Err(other) => panic!("another error: {other}"),
+        Ok(_) => panic!("the library built a module without the refused grant"),
+    }
     // Control: the standalone policy grants it.
     let output = run(semanifest()
         .args(["build", "--layout"])

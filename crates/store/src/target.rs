@@ -34,6 +34,7 @@ use super::reach::{self, Leftover, Protected, ReachInputs};
 use super::workload_set::Workloads;
 use super::StoreError;
 use layout::manifest::{BaseFacts, Parsed};
+use layout::model::host::{StoreFamily, StoreGrants};
 use layout::model::{BooleanGrants, Layout};
 use policy::secilc::{self, FailedNeverallow};
 use policy::setools::{self, allow_lines, AllowLine, SetoolsError};
@@ -274,6 +275,15 @@ impl Baseline {
         BaseFacts {
             types,
             adopt_existing: true,
+        }
+    }
+
+    /// The distribution policy family the store's profile belongs to:
+    /// what its host classes grant ([`layout::manifest::for_store`]).
+    pub fn family(&self) -> StoreFamily {
+        match self.profile.name {
+            ProfileName::Refpolicy => StoreFamily::Refpolicy,
+            ProfileName::ContainerSelinux => StoreFamily::ContainerSelinux,
         }
     }
 
@@ -702,6 +712,28 @@ pub enum ModuleError {
     NotProven(Vec<String>),
 }
 
+/// A host class the store refuses is an error here too, not a grant left
+/// out: callers that skipped [`layout::manifest::for_store`] (which says
+/// it at the grant's line) still get no module.
+fn refuse_classes_the_store_refuses(
+    family: StoreFamily,
+    layout: &Layout,
+) -> Result<(), ModuleError> {
+    for domain in &layout.domains {
+        for grant in &domain.host {
+            if let StoreGrants::Refused(why) = grant.class.on_store(family) {
+                return Err(ModuleError::Mapping(format!(
+                    "host class `{}` of `{}` cannot be granted on a {} store: {why}",
+                    grant.class.name,
+                    domain.key,
+                    family.describe()
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// What the build decided before rendering the module.
 struct Decisions {
     domains: Vec<DomainMapping>,
@@ -724,6 +756,7 @@ pub fn build(
     options: &ModuleOptions,
 ) -> Result<ModuleBuild, ModuleError> {
     let layout = &parsed.layout;
+    refuse_classes_the_store_refuses(baseline.family(), layout)?;
     let decisions = decide(baseline, parsed, options)?;
     let module_cil = render(baseline, parsed, &decisions)?;
     tracing::debug!("module rendered");
