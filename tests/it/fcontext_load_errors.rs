@@ -20,6 +20,18 @@ fn write_fc(dir: &Path, bad_line: &[u8]) -> PathBuf {
     path
 }
 
+/// The load error of a file whose line 3 holds a regex semanifest refuses.
+fn refused_regex_at_line_3(path: &Path) -> String {
+    let message = FileContexts::load(path)
+        .expect_err("semanifest refuses")
+        .to_string();
+    assert!(
+        message.starts_with(&format!("{}:3: regex `", path.display())),
+        "{message}"
+    );
+    message
+}
+
 fn control_loads(dir: &Path) {
     let path = dir.join("control");
     std::fs::write(&path, GOOD).expect("write");
@@ -90,13 +102,7 @@ fn invalid_regexes_are_refused_at_load_where_libselinux_fails_at_lookup() {
         b"/ok/a** u:r:t:s0",
     ] {
         let path = write_fc(dir.path(), bad_line);
-        let message = FileContexts::load(&path)
-            .expect_err("semanifest refuses")
-            .to_string();
-        assert!(
-            message.starts_with(&format!("{}:3: regex `", path.display())),
-            "{message}"
-        );
+        refused_regex_at_line_3(&path);
         let oracle = LibSelinux::open(&path).expect("libselinux loads lazily");
         // The failed compile surfaces as a lookup failure (with a stale
         // errno, often ENOENT): no label either way.
@@ -159,13 +165,7 @@ fn specs_too_large_for_an_automaton_are_refused_at_load_with_their_line() {
         ("/ok/((a{1000}){1000})".to_owned(), "too large"),
     ] {
         let path = write_fc(dir.path(), format!("{bad} u:r:t:s0").as_bytes());
-        let message = FileContexts::load(&path)
-            .expect_err("semanifest refuses")
-            .to_string();
-        assert!(
-            message.starts_with(&format!("{}:3: regex `", path.display())),
-            "{message}"
-        );
+        let message = refused_regex_at_line_3(&path);
         assert!(message.contains(says), "{message:?} should say {says:?}");
     }
     // Each small enough, but not all of them in one automaton: the line

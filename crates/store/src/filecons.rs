@@ -265,6 +265,20 @@ pub(crate) struct PathLines {
     pub merged: Option<String>,
 }
 
+impl PathLines {
+    /// A layout path's lines and events; what the merged file gives it is
+    /// read after the compilation.
+    fn of(rule: &layout::model::PathRule, lines: Vec<Line>, events: Vec<Event>) -> Self {
+        PathLines {
+            path: rule.path.clone(),
+            type_name: rule.type_name.clone(),
+            lines,
+            events,
+            merged: None,
+        }
+    }
+}
+
 /// A key the proof looks up, and the context it must get.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Probe {
@@ -986,13 +1000,7 @@ fn assemble(
             events.push(Event::LeftToStore {
                 type_name: rule.type_name.clone(),
             });
-            resolution.paths.push(PathLines {
-                path: rule.path.clone(),
-                type_name: rule.type_name.clone(),
-                lines,
-                events,
-                merged: None,
-            });
+            resolution.paths.push(PathLines::of(rule, lines, events));
             continue;
         }
         if let Some((alias, how)) = &state.aliased {
@@ -1007,13 +1015,7 @@ fn assemble(
                     kinds: vec![FileKind::Dir],
                     expected: rule.context(),
                 });
-                resolution.paths.push(PathLines {
-                    path: rule.path.clone(),
-                    type_name: rule.type_name.clone(),
-                    lines,
-                    events,
-                    merged: None,
-                });
+                resolution.paths.push(PathLines::of(rule, lines, events));
                 continue;
             }
         }
@@ -1075,13 +1077,7 @@ fn assemble(
         resolution
             .probes
             .extend(probes(layout, &rule.path, label, state, store));
-        resolution.paths.push(PathLines {
-            path: rule.path.clone(),
-            type_name: rule.type_name.clone(),
-            lines,
-            events,
-            merged: None,
-        });
+        resolution.paths.push(PathLines::of(rule, lines, events));
     }
     resolution
 }

@@ -1069,6 +1069,34 @@ struct CompiledModule {
     tolerated: Vec<FailedNeverallow>,
 }
 
+impl CompiledModule {
+    /// The binary with its proof: not run (`not_run` says why: nothing is
+    /// tolerated then) or proven, naming the store's violations and the
+    /// layout's neverallows broken only by boolean-guarded rules.
+    fn new(
+        predicted: Compiled,
+        not_run: Option<String>,
+        store_violations: Vec<StoreViolation>,
+        tolerated: Vec<FailedNeverallow>,
+    ) -> Self {
+        match not_run {
+            Some(why) => CompiledModule {
+                predicted,
+                proof: Proof::NotRun { why },
+                tolerated: Vec::new(),
+            },
+            None => CompiledModule {
+                predicted,
+                proof: Proof::Proven {
+                    store_violations,
+                    boolean_only: tolerated.iter().map(|f| f.target.clone()).collect(),
+                },
+                tolerated,
+            },
+        }
+    }
+}
+
 /// Step 3: store + module (+ includes) compiled as the store compiles it
 /// (the prediction), every neverallow checked (the proof, by a secilc the
 /// probe showed to enforce them), side by side.
@@ -1139,18 +1167,12 @@ fn compile_cold(
     let refused = match checked? {
         Ok(predicted) => {
             baseline.remember(&[]);
-            let proof = match not_run {
-                Some(why) => Proof::NotRun { why },
-                None => Proof::Proven {
-                    store_violations: Vec::new(),
-                    boolean_only: Vec::new(),
-                },
-            };
-            return Ok(CompiledModule {
+            return Ok(CompiledModule::new(
                 predicted,
-                proof,
-                tolerated: Vec::new(),
-            });
+                not_run,
+                Vec::new(),
+                Vec::new(),
+            ));
         }
         Err(refused) => refused,
     };
@@ -1174,21 +1196,12 @@ fn compile_cold(
         Ok(predicted) => predicted,
         Err(refused) => return Err(rejected(parsed, &[], &refused.output)),
     };
-    if let Some(why) = not_run {
-        return Ok(CompiledModule {
-            predicted,
-            proof: Proof::NotRun { why },
-            tolerated: Vec::new(),
-        });
-    }
-    Ok(CompiledModule {
+    Ok(CompiledModule::new(
         predicted,
-        proof: Proof::Proven {
-            store_violations: all_store_violations(failures.store_own, failures.newly_broken),
-            boolean_only: failures.ours.iter().map(|f| f.target.clone()).collect(),
-        },
-        tolerated: failures.ours,
-    })
+        not_run,
+        all_store_violations(failures.store_own, failures.newly_broken),
+        failures.ours,
+    ))
 }
 
 /// The store's modules, the layout's module (written into `work`) and the
@@ -1277,18 +1290,12 @@ fn compile_checking_as_store(
         }
     };
     baseline.remember(&[]);
-    let proof = match not_run {
-        Some(why) => Proof::NotRun { why },
-        None => Proof::Proven {
-            store_violations: Vec::new(),
-            boolean_only: Vec::new(),
-        },
-    };
-    Ok(CompiledModule {
+    Ok(CompiledModule::new(
         predicted,
-        proof,
-        tolerated: Vec::new(),
-    })
+        not_run,
+        Vec::new(),
+        Vec::new(),
+    ))
 }
 
 /// `expand-check=0`, a store an earlier build verified: the store's own
@@ -1326,21 +1333,12 @@ fn compile_with_store_violations_voided(
             recompile_as_store(baseline, parsed, inputs, work, &failed)?
         }
     };
-    if let Some(why) = not_run {
-        return Ok(CompiledModule {
-            predicted,
-            proof: Proof::NotRun { why },
-            tolerated: Vec::new(),
-        });
-    }
-    Ok(CompiledModule {
+    Ok(CompiledModule::new(
         predicted,
-        proof: Proof::Proven {
-            store_violations: all_store_violations(known, store_violations),
-            boolean_only: ours.iter().map(|f| f.target.clone()).collect(),
-        },
-        tolerated: ours,
-    })
+        not_run,
+        all_store_violations(known, store_violations),
+        ours,
+    ))
 }
 
 /// A checking compilation of store + module that secilc refused.
