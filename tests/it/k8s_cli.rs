@@ -54,7 +54,12 @@ fn check_k8s(paths: &[&Path]) -> Report {
     for path in paths {
         command.arg("--k8s").arg(path);
     }
-    let output = run(&mut command);
+    report_of(&mut command)
+}
+
+/// Runs a `check --format json` command and reads its report.
+fn report_of(command: &mut std::process::Command) -> Report {
+    let output = run(command);
     let json = serde_json::from_slice(&output.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}{}", stdout(&output), stderr(&output)));
     Report {
@@ -516,14 +521,7 @@ fn privileged_exceptions_through_the_cli() {
         if let Some(layout) = layout {
             command.arg("--layout").arg(layout);
         }
-        let output = run(command.arg("--k8s").arg(pod));
-        let json = serde_json::from_slice(&output.stdout)
-            .unwrap_or_else(|e| panic!("{e}: {}{}", stdout(&output), stderr(&output)));
-        Report {
-            code: output.status.code(),
-            json,
-            stderr: stderr(&output),
-        }
+        report_of(command.arg("--k8s").arg(pod))
     };
 
     let accepted = check(Some(&layout_with("default")));

@@ -226,25 +226,11 @@ fn containerd_content_keeps_the_stores_own_types() {
     let merged = LibSelinux::open(&built.installed.path().join(FC)).unwrap();
     // container-selinux: image layers container_file_t, sandboxes
     // container_ro_file_t (the control: not the layout's container_file_t).
-    let types = ["container_file_t", "container_ro_file_t"];
-    for (key, type_name) in crate::store_refpolicy::CONTAINERD_CONTENT
-        .into_iter()
-        .zip(types)
-    {
-        for kind in [FileKind::Dir, FileKind::File] {
-            let theirs = stock.lookup(key.as_bytes(), kind);
-            assert_eq!(
-                theirs,
-                Answer::Label(format!("system_u:object_r:{type_name}:s0")),
-                "{key} {kind:?}"
-            );
-            assert_eq!(
-                merged.lookup(key.as_bytes(), kind),
-                theirs,
-                "{key} {kind:?}"
-            );
-        }
-    }
+    crate::store_refpolicy::assert_containerd_content_kept(
+        &stock,
+        &merged,
+        ["container_file_t", "container_ro_file_t"],
+    );
     let report = report(built.out.path());
     for path in report["paths"].as_array().unwrap() {
         if path["path"]

@@ -329,19 +329,19 @@ pub(crate) const CONTAINERD_CONTENT: [&str; 2] = [
     "/var/lib/containerd/io.containerd.grpc.v1.cri/sandboxes/abc/hostname",
 ];
 
-#[test]
-fn containerd_content_keeps_the_stores_own_types() {
-    let built = built();
-    let stock = LibSelinux::open(&built.root.join(INSTALLED_FC)).unwrap();
-    let merged = LibSelinux::open(&built.installed.path().join(INSTALLED_FC)).unwrap();
-    for key in CONTAINERD_CONTENT {
+/// Each of [`CONTAINERD_CONTENT`] gets the store's own type (`types`, in
+/// order) from the stock file contexts, and the same from the merged ones.
+pub(crate) fn assert_containerd_content_kept(
+    stock: &LibSelinux,
+    merged: &LibSelinux,
+    types: [&str; 2],
+) {
+    for (key, type_name) in CONTAINERD_CONTENT.into_iter().zip(types) {
         for kind in [FileKind::Dir, FileKind::File] {
             let theirs = stock.lookup(key.as_bytes(), kind);
-            // The container module's own type, not the standalone base's
-            // (the control: what the layout would have written).
             assert_eq!(
                 theirs,
-                Answer::Label("system_u:object_r:container_ro_file_t:s0".into()),
+                Answer::Label(format!("system_u:object_r:{type_name}:s0")),
                 "{key} {kind:?}"
             );
             assert_eq!(
@@ -351,6 +351,20 @@ fn containerd_content_keeps_the_stores_own_types() {
             );
         }
     }
+}
+
+#[test]
+fn containerd_content_keeps_the_stores_own_types() {
+    let built = built();
+    let stock = LibSelinux::open(&built.root.join(INSTALLED_FC)).unwrap();
+    let merged = LibSelinux::open(&built.installed.path().join(INSTALLED_FC)).unwrap();
+    // The container module's own type, not the standalone base's (the
+    // control: what the layout would have written).
+    assert_containerd_content_kept(
+        &stock,
+        &merged,
+        ["container_ro_file_t", "container_ro_file_t"],
+    );
     let cil = fs::read_to_string(built.out.path().join(format!("{MODULE}.cil"))).unwrap();
     assert!(
         !cil.lines()

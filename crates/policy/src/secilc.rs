@@ -175,8 +175,20 @@ pub struct FailedNeverallow {
 impl FailedNeverallow {
     /// The file the neverallow statement is in.
     pub fn file(&self) -> &str {
-        self.at.rsplit_once(':').map_or(&self.at, |(file, _)| file)
+        file_of(&self.at)
     }
+
+    /// The file each offending rule is in.
+    pub fn offending_files(&self) -> impl Iterator<Item = &str> {
+        self.offending
+            .iter()
+            .map(|rule| file_of(rule.split_once(": ").map_or(rule.as_str(), |(at, _)| at)))
+    }
+}
+
+/// The file of a `FILE:LINE` location as secilc prints it.
+pub fn file_of(location: &str) -> &str {
+    location.rsplit_once(':').map_or(location, |(file, _)| file)
 }
 
 /// Every neverallow secilc reported as violated. secilc 3.4 prints

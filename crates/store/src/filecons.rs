@@ -483,6 +483,13 @@ pub(crate) fn left_to_store(
     rule.base_type && !rule.protected && store_types.contains(&rule.type_name)
 }
 
+/// Whether a path's events say it was [`left_to_store`].
+pub(crate) fn left_to_store_in(events: &[Event]) -> bool {
+    events
+        .iter()
+        .any(|e| matches!(e, Event::LeftToStore { .. }))
+}
+
 /// Chooses the module's lines for every layout path against the store's
 /// specs, and proves them on the merged file in `work_dir`. `stock` is the
 /// store's file contexts with its siblings: what an alias rewrites a path

@@ -172,13 +172,8 @@ pub(crate) fn split_cold_failures(
     };
     for (failed, mut violation) in others.zip(theirs) {
         let by_store = failed
-            .offending
-            .iter()
-            .filter(|rule| {
-                let location = rule.split_once(": ").map_or(rule.as_str(), |(at, _)| at);
-                let file = location.rsplit_once(':').map_or(location, |(file, _)| file);
-                !added.iter().any(|a| std::path::Path::new(file) == *a)
-            })
+            .offending_files()
+            .filter(|file| !added.iter().any(|a| std::path::Path::new(file) == *a))
             .count();
         if by_store > 0 {
             violation.rules = by_store;

@@ -25,7 +25,7 @@ use super::carry::{self, Carried, LossInputs, Losses, Retyped};
 use super::compile::{self, Compiled, Input, Neverallows, StoreViolation};
 use super::domains::{map_domains, DomainMapping, Origin};
 use super::facts::Facts;
-use super::filecons::{self, Event, Purpose, Resolution, Siblings, StoreContexts, StoreSpec};
+use super::filecons::{self, Purpose, Resolution, Siblings, StoreContexts, StoreSpec};
 use super::module_report::{render_text, ModuleReport, PathReport, ProvenProtection, Verification};
 use super::open::{Built, Form, Settings, Store};
 use super::profile::{Profile, ProfileName};
@@ -1187,8 +1187,7 @@ fn compile_cold(
     let tolerate = parsed.layout.store.boolean_grants == BooleanGrants::ByDefault;
     if !failures.ours.is_empty() && !tolerate && not_run.is_none() {
         let output = proof::blocks_of(&refused.output, |at| {
-            at.rsplit_once(':')
-                .is_some_and(|(file, _)| Path::new(file) == module_path)
+            Path::new(secilc::file_of(at)) == module_path
         });
         return Err(rejected(parsed, &failures.ours, &output));
     }
@@ -1673,10 +1672,7 @@ fn path_reports(
                     _ => format!("`{}` ({}:{})", w.regex, w.file, w.line),
                 }
             });
-            let by_store = lines
-                .events
-                .iter()
-                .any(|e| matches!(e, Event::LeftToStore { .. }));
+            let by_store = filecons::left_to_store_in(&lines.events);
             let after = match &lines.merged {
                 Some(merged) if by_store => merged.clone(),
                 _ => rule.context(),
@@ -1696,11 +1692,7 @@ fn path_reports(
 
 fn store_note(path: &PathReport) -> Option<String> {
     let before = path.before.as_deref().unwrap_or("<<none>>");
-    if path
-        .events
-        .iter()
-        .any(|e| matches!(e, Event::LeftToStore { .. }))
-    {
+    if filecons::left_to_store_in(&path.events) {
         let from = path
             .before_spec
             .as_deref()
