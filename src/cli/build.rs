@@ -30,7 +30,8 @@ only: a `semodule -p` ROOT, /var/lib/selinux/NAME, or a directory of CIL from
 `semodule -E --cil`), OUT gets:
   <module>.cil     the layout as a module for the store: `semodule -X 400 -i`
   policy.33        what the store builds with the module in (predicted by
-                   compiling store + module with secilc, neverallows checked)
+                   compiling store + module with libsepol, as secilc does,
+                   neverallows checked; --secilc PATH runs that secilc)
   file_contexts    likewise, with the store's .homedirs/.local/.subs beside it
   report.txt       what the module changes: domains, labels before and after,
   report.json      file-context collisions resolved, protections and every
@@ -94,7 +95,9 @@ pub struct Args {
     /// Policy name under /etc/selinux with --install-root.
     #[arg(long, value_name = "NAME", default_value = "semanifest")]
     policy_name: String,
-    /// The secilc to run (default: `secilc` on PATH).
+    /// The secilc to run (default: `secilc` on PATH; with --target module,
+    /// libsepol's compiler in a helper process, as secilc calls it, unless
+    /// this is given or libsepol.so.2 cannot be loaded).
     #[arg(long, value_name = "PATH")]
     secilc: Option<PathBuf>,
     /// Do not check neverallows. Only for deliberately leaky test controls:

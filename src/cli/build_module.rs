@@ -58,6 +58,8 @@ impl StoreArgs {
     pub fn options(&self, includes: Vec<PathBuf>, secilc: Option<PathBuf>) -> store::ModuleOptions {
         store::ModuleOptions {
             secilc,
+            // This binary serves libsepol's compiler process (`cil`).
+            helper: std::env::current_exe().ok(),
             profile: match self.profile {
                 None | Some(ProfileArg::Auto) => None,
                 Some(ProfileArg::Refpolicy) => Some(ProfileName::Refpolicy),
@@ -87,7 +89,7 @@ pub fn prepare(
     options: &store::ModuleOptions,
 ) -> Result<(Baseline, Parsed)> {
     eprintln!(
-        "semanifest: reading {} and compiling it as it is with secilc…",
+        "semanifest: reading {} and compiling it as it is…",
         against.display()
     );
     let baseline = Baseline::prepare(against, options, None)?;

@@ -98,7 +98,9 @@ pub struct Args {
     /// `check --k8s` judges workloads from the layout alone.
     #[arg(long)]
     policy: bool,
-    /// The secilc to run (default: `secilc` on PATH).
+    /// The secilc to run (default: `secilc` on PATH; with --against,
+    /// libsepol's compiler in a helper process, as secilc calls it, unless
+    /// this is given or libsepol.so.2 cannot be loaded).
     #[arg(long, value_name = "PATH")]
     secilc: Option<PathBuf>,
     #[command(flatten)]

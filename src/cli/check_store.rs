@@ -24,7 +24,7 @@ pub fn prepare(
     options: store::ModuleOptions,
 ) -> anyhow::Result<Prepared> {
     eprintln!(
-        "semanifest: reading {} and compiling it as it is with secilc…",
+        "semanifest: reading {} and compiling it as it is…",
         against.display()
     );
     let open = |exclude: Option<&str>| Baseline::prepare(against, &options, exclude);

@@ -19,6 +19,7 @@ mod agent_store;
 mod base_policy;
 mod build;
 mod check;
+mod compile_cil;
 mod ci_packages;
 mod cli_broken_pipe;
 mod diff_golden;

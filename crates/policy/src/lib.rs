@@ -225,7 +225,7 @@ pub fn build(parsed: &Parsed, options: &BuildOptions) -> Result<BuildOutput, Bui
         policy_out: &policy_tmp,
         file_contexts_out: &fc_tmp,
         disable_neverallow: options.disable_neverallow,
-        flags: secilc::Flags::standalone(),
+        flags: secilc::standalone_flags(),
     })?;
     if !outcome.success {
         let violations = violations(parsed, &outcome.output);

@@ -56,61 +56,19 @@ pub struct Invocation<'a> {
     pub flags: Flags,
 }
 
-/// How secilc builds the binary. `Flags::standalone` is the standalone
-/// target's; a policy store sets these from its `semanage.conf` and flag
-/// files, as libsemanage does when it compiles the store.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Flags {
-    /// `--mls`; `None` leaves it to the policy's `(mls …)` statement.
-    pub mls: Option<bool>,
-    /// `--policyvers`; `None` is secilc's (libsepol's) newest.
-    pub policy_version: Option<u32>,
-    /// `--handle-unknown allow|deny|reject`; `None` keeps the policy's.
-    pub handle_unknown: Option<String>,
-    /// `--target selinux|xen`.
-    pub target_platform: Option<String>,
-    /// `--disable-dontaudit`.
-    pub disable_dontaudit: bool,
-    /// `--preserve-tunables`.
-    pub preserve_tunables: bool,
-    /// `--optimize`.
-    pub optimize: bool,
-}
+/// How secilc builds the binary: a policy store sets these from its
+/// `semanage.conf` and flag files, as libsemanage does when it compiles the
+/// store. One definition serves the `secilc` command and libsepol's
+/// compiler in-process (the `cil` crate).
+pub use cil::Flags;
 
-impl Flags {
-    /// MLS on, policy version 33 (what Linux ≥ 5.x reads).
-    pub(crate) fn standalone() -> Self {
-        Flags {
-            mls: Some(true),
-            policy_version: Some(33),
-            ..Flags::default()
-        }
-    }
-
-    fn args(&self) -> Vec<String> {
-        let mut args = Vec::new();
-        if let Some(mls) = self.mls {
-            args.push(format!("--mls={mls}"));
-        }
-        if let Some(version) = self.policy_version {
-            args.push(format!("--policyvers={version}"));
-        }
-        if let Some(handle) = &self.handle_unknown {
-            args.push(format!("--handle-unknown={handle}"));
-        }
-        if let Some(target) = &self.target_platform {
-            args.push(format!("--target={target}"));
-        }
-        if self.disable_dontaudit {
-            args.push("--disable-dontaudit".to_owned());
-        }
-        if self.preserve_tunables {
-            args.push("--preserve-tunables".to_owned());
-        }
-        if self.optimize {
-            args.push("--optimize".to_owned());
-        }
-        args
+/// The standalone target's flags: MLS on, policy version 33 (what Linux
+/// ≥ 5.x reads).
+pub(crate) fn standalone_flags() -> Flags {
+    Flags {
+        mls: Some(true),
+        policy_version: Some(33),
+        ..Flags::default()
     }
 }
 
@@ -118,7 +76,7 @@ impl Flags {
 pub fn run(invocation: &Invocation<'_>) -> Result<SecilcOutput, SecilcError> {
     let mut command = Command::new(invocation.secilc);
     command
-        .args(invocation.flags.args())
+        .args(invocation.flags.secilc_args())
         .arg("-o")
         .arg(invocation.policy_out)
         .arg("-f")
@@ -264,22 +222,38 @@ const PROBE_POLICY: &str = "\
 
 /// Runs the [`NeverallowProbe`] with `secilc` in `dir` (created).
 pub fn probe_neverallows(secilc: &Path, dir: &Path) -> Result<NeverallowProbe, SecilcError> {
+    probe_neverallows_with(dir, |input, policy_out, file_contexts_out| {
+        run(&Invocation {
+            secilc,
+            inputs: vec![input.to_owned()],
+            policy_out,
+            file_contexts_out,
+            disable_neverallow: false,
+            flags: Flags::default(),
+        })
+    })
+}
+
+/// Runs the [`NeverallowProbe`] in `dir` (created) with any compiler:
+/// `compile(INPUT, POLICY_OUT, FILE_CONTEXTS_OUT)` answers as secilc does
+/// with neverallows checked and default flags.
+pub fn probe_neverallows_with<E: From<SecilcError>>(
+    dir: &Path,
+    compile: impl Fn(&Path, &Path, &Path) -> Result<SecilcOutput, E>,
+) -> Result<NeverallowProbe, E> {
     let io = |source| SecilcError::Spawn {
         path: dir.to_owned(),
         source,
     };
     std::fs::create_dir_all(dir).map_err(io)?;
-    let compile = |name: &str, text: &str| -> Result<SecilcOutput, SecilcError> {
+    let compile = |name: &str, text: &str| -> Result<SecilcOutput, E> {
         let input = dir.join(format!("{name}.cil"));
         std::fs::write(&input, text).map_err(io)?;
-        run(&Invocation {
-            secilc,
-            inputs: vec![input],
-            policy_out: &dir.join(format!("{name}.policy")),
-            file_contexts_out: &dir.join(format!("{name}.file_contexts")),
-            disable_neverallow: false,
-            flags: Flags::default(),
-        })
+        compile(
+            &input,
+            &dir.join(format!("{name}.policy")),
+            &dir.join(format!("{name}.file_contexts")),
+        )
     };
     let clean = compile("clean", PROBE_POLICY)?;
     if !clean.success {

@@ -1,5 +1,6 @@
 //! Compiling a store's modules the way libsemanage does, with the real
-//! secilc: same module order (`strcmp` of names), same settings (policy
+//! secilc or libsepol's CIL compiler in-process (the library secilc is a
+//! front end of; [`Compiler`]): same module order (`strcmp` of names), same settings (policy
 //! version, handle-unknown, target, dontaudit, tunables, optimisation), and
 //! the same split of the file contexts into `file_contexts` and the home
 //! directory template. Neverallows are checked as the store checks them
@@ -13,7 +14,110 @@ use serde::{Deserialize, Serialize};
 
 use super::open::{Form, Settings, Store};
 use super::StoreError;
-use policy::secilc::{self, Flags, Invocation};
+use policy::secilc::{self, Flags, Invocation, NeverallowProbe, SecilcOutput};
+
+/// What compiles CIL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Compiler {
+    /// The `secilc` command: one process, one parse and resolution, per
+    /// binary.
+    Secilc(PathBuf),
+    /// libsepol's CIL compiler (`cil::library`) in a helper process
+    /// (`cil::Helper`: the semanifest binary): store + module parsed and
+    /// resolved once for the checked and the as-store binary.
+    Libsepol { helper: cil::Helper, library: PathBuf },
+}
+
+impl Compiler {
+    /// libsepol through `helper` when it can be loaded and no secilc was
+    /// asked for; else the explicit secilc, or the first on `PATH`.
+    pub fn choose(secilc: Option<&Path>, helper: Option<&Path>) -> Result<Compiler, StoreError> {
+        if secilc.is_none() {
+            if let Some(helper) = helper {
+                match cil::library() {
+                    Ok(library) => {
+                        return Ok(Compiler::Libsepol {
+                            helper: cil::Helper::new(helper),
+                            library,
+                        })
+                    }
+                    Err(why) => tracing::debug!("compiling with secilc: {why}"),
+                }
+            }
+        }
+        Ok(Compiler::Secilc(secilc::locate(secilc)?))
+    }
+
+    /// `secilc` or `libsepol`: what the report says proved.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Compiler::Secilc(_) => "secilc",
+            Compiler::Libsepol { .. } => "libsepol",
+        }
+    }
+
+    /// The compiler and where it is, for messages.
+    pub fn describe(&self) -> String {
+        match self {
+            Compiler::Secilc(path) => format!("secilc ({})", path.display()),
+            Compiler::Libsepol { library, .. } => {
+                format!("libsepol's CIL compiler, as secilc runs it ({})", library.display())
+            }
+        }
+    }
+
+    /// The programs whose identity keys the cache.
+    pub(crate) fn programs(&self) -> Vec<PathBuf> {
+        match self {
+            Compiler::Secilc(path) => {
+                let mut programs = vec![path.clone()];
+                programs.extend(super::cache::libsepol());
+                programs
+            }
+            Compiler::Libsepol { helper, library } => {
+                vec![helper.program().to_owned(), library.clone()]
+            }
+        }
+    }
+
+    /// Whether this compiler enforces neverallows at all (a policy of a
+    /// few lines, twice: see [`NeverallowProbe`]).
+    pub(crate) fn probe_neverallows(&self, dir: &Path) -> Result<NeverallowProbe, StoreError> {
+        match self {
+            Compiler::Secilc(path) => Ok(secilc::probe_neverallows(path, dir)?),
+            Compiler::Libsepol { helper, .. } => {
+                secilc::probe_neverallows_with(dir, |input, policy_out, file_contexts_out| {
+                    let request = cil::Request {
+                        flags: Flags::default(),
+                        inputs: vec![input.to_owned()],
+                        builds: vec![cil::Build {
+                            policy_out: policy_out.to_owned(),
+                            file_contexts_out: file_contexts_out.to_owned(),
+                            check_neverallows: true,
+                        }],
+                        first_suffices: false,
+                        background: false,
+                    };
+                    let outcome = helper.compile(&request)?.remove(0);
+                    Ok::<_, StoreError>(match outcome {
+                        cil::Outcome::Written { output } => SecilcOutput {
+                            success: true,
+                            output,
+                        },
+                        cil::Outcome::Refused { output } => SecilcOutput {
+                            success: false,
+                            output,
+                        },
+                        cil::Outcome::Skipped => SecilcOutput {
+                            success: false,
+                            output: String::new(),
+                        },
+                    })
+                })
+            }
+        }
+    }
+}
 
 /// One of the store's neverallows that its own modules break.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -114,38 +218,168 @@ pub(crate) enum Neverallows {
 /// `out_dir/policy.33` and `out_dir/file_contexts`, with the store's
 /// settings (optimisation included) and `neverallows` checked as asked.
 pub(crate) fn compile(
-    secilc_path: &Path,
+    compiler: &Compiler,
     settings: &Settings,
     inputs: &[Input],
     out_dir: &Path,
     neverallows: Neverallows,
 ) -> Result<Result<Compiled, Refused>, StoreError> {
-    fs::create_dir_all(out_dir).map_err(|error| StoreError::io(out_dir, error))?;
-    let policy = out_dir.join("policy.33");
-    let all_contexts = out_dir.join("file_contexts.all");
-    let outcome = secilc::run(&Invocation {
-        secilc: secilc_path,
-        inputs: in_order(inputs),
-        policy_out: &policy,
-        file_contexts_out: &all_contexts,
-        disable_neverallow: neverallows == Neverallows::AsStore && !settings.expand_check,
-        flags: flags(settings),
-    })?;
-    if !outcome.success {
-        return Ok(Err(Refused {
-            output: outcome.output,
-        }));
+    compile_at(compiler, settings, inputs, out_dir, neverallows, Priority::Foreground)
+}
+
+/// Whether a build waits for a compilation now, or only at its end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Priority {
+    Foreground,
+    /// Yields the processor (nice 10, libsepol only): the verification of
+    /// the store as it is, wanted only by the report.
+    Background,
+}
+
+/// [`compile`] at `priority`.
+pub(crate) fn compile_at(
+    compiler: &Compiler,
+    settings: &Settings,
+    inputs: &[Input],
+    out_dir: &Path,
+    neverallows: Neverallows,
+    priority: Priority,
+) -> Result<Result<Compiled, Refused>, StoreError> {
+    let target = Target::new(out_dir)?;
+    let disable_neverallow = neverallows == Neverallows::AsStore && !settings.expand_check;
+    let outcome = match compiler {
+        Compiler::Secilc(path) => {
+            let outcome = secilc::run(&Invocation {
+                secilc: path,
+                inputs: in_order(inputs),
+                policy_out: &target.policy,
+                file_contexts_out: &target.all_contexts,
+                disable_neverallow,
+                flags: flags(settings),
+            })?;
+            outcome.success.then_some(()).ok_or(outcome.output)
+        }
+        Compiler::Libsepol { helper, .. } => {
+            let request = cil::Request {
+                flags: flags(settings),
+                inputs: in_order(inputs),
+                builds: vec![target.build(!disable_neverallow)],
+                first_suffices: false,
+                background: priority == Priority::Background,
+            };
+            match helper.compile(&request)?.remove(0) {
+                cil::Outcome::Written { .. } => Ok(()),
+                cil::Outcome::Refused { output } => Err(output),
+                cil::Outcome::Skipped => Err(String::new()),
+            }
+        }
+    };
+    match outcome {
+        Ok(()) => target.finish().map(Ok),
+        Err(output) => Ok(Err(Refused { output })),
     }
-    let text = fs::read(&all_contexts).map_err(|error| StoreError::io(&all_contexts, error))?;
-    let (main, template) = split_file_contexts(&text);
-    let file_contexts = out_dir.join("file_contexts");
-    fs::write(&file_contexts, main).map_err(|error| StoreError::io(&file_contexts, error))?;
-    let _ = fs::remove_file(&all_contexts);
-    Ok(Ok(Compiled {
-        policy,
-        file_contexts,
-        homedir_template: String::from_utf8_lossy(&template).into_owned(),
-    }))
+}
+
+/// Store + module compiled twice at once: every neverallow checked (the
+/// proof) and as the store compiles it (the binary). `as_store` is `None`
+/// when the checked build was accepted: its binary is the same bytes. With
+/// libsepol the two share one parse and resolution.
+pub(crate) struct Both {
+    pub checked: Result<Compiled, Refused>,
+    pub as_store: Option<Result<Compiled, Refused>>,
+}
+
+pub(crate) fn compile_both(
+    compiler: &Compiler,
+    settings: &Settings,
+    inputs: &[Input],
+    checked_dir: &Path,
+    as_store_dir: &Path,
+) -> Result<Both, StoreError> {
+    let Compiler::Libsepol { helper, .. } = compiler else {
+        let (checked, as_store) = std::thread::scope(|scope| {
+            let as_store = scope.spawn(|| {
+                compile(compiler, settings, inputs, as_store_dir, Neverallows::AsStore)
+            });
+            let checked = compile(compiler, settings, inputs, checked_dir, Neverallows::Checked);
+            (checked, as_store.join())
+        });
+        let as_store = as_store.map_err(|_| StoreError::Stopped("the compilation of store + module"))?;
+        let checked = checked?;
+        return Ok(Both {
+            as_store: if checked.is_ok() { None } else { Some(as_store?) },
+            checked,
+        });
+    };
+    let checked_target = Target::new(checked_dir)?;
+    let as_store_target = Target::new(as_store_dir)?;
+    let request = cil::Request {
+        flags: flags(settings),
+        inputs: in_order(inputs),
+        builds: vec![
+            checked_target.build(true),
+            as_store_target.build(settings.expand_check),
+        ],
+        first_suffices: true,
+        background: false,
+    };
+    let mut outcomes = helper.compile(&request)?.into_iter();
+    let (Some(checked), Some(as_store)) = (outcomes.next(), outcomes.next()) else {
+        return Err(StoreError::Stopped("the compilation of store + module"));
+    };
+    let finish = |target: Target, outcome: cil::Outcome| match outcome {
+        cil::Outcome::Written { .. } => target.finish().map(Ok),
+        cil::Outcome::Refused { output } => Ok(Err(Refused { output })),
+        cil::Outcome::Skipped => Ok(Err(Refused {
+            output: String::new(),
+        })),
+    };
+    let checked = finish(checked_target, checked)?;
+    let as_store = match as_store {
+        cil::Outcome::Skipped => None,
+        outcome => Some(finish(as_store_target, outcome)?),
+    };
+    Ok(Both { checked, as_store })
+}
+
+/// Where one compilation writes: secilc's two files, then `file_contexts`
+/// split as libsemanage splits it.
+struct Target {
+    dir: PathBuf,
+    policy: PathBuf,
+    all_contexts: PathBuf,
+}
+
+impl Target {
+    fn new(dir: &Path) -> Result<Target, StoreError> {
+        fs::create_dir_all(dir).map_err(|error| StoreError::io(dir, error))?;
+        Ok(Target {
+            dir: dir.to_owned(),
+            policy: dir.join("policy.33"),
+            all_contexts: dir.join("file_contexts.all"),
+        })
+    }
+
+    fn build(&self, check_neverallows: bool) -> cil::Build {
+        cil::Build {
+            policy_out: self.policy.clone(),
+            file_contexts_out: self.all_contexts.clone(),
+            check_neverallows,
+        }
+    }
+
+    fn finish(self) -> Result<Compiled, StoreError> {
+        let text = fs::read(&self.all_contexts).map_err(|error| StoreError::io(&self.all_contexts, error))?;
+        let (main, template) = split_file_contexts(&text);
+        let file_contexts = self.dir.join("file_contexts");
+        fs::write(&file_contexts, main).map_err(|error| StoreError::io(&file_contexts, error))?;
+        let _ = fs::remove_file(&self.all_contexts);
+        Ok(Compiled {
+            policy: self.policy,
+            file_contexts,
+            homedir_template: String::from_utf8_lossy(&template).into_owned(),
+        })
+    }
 }
 
 /// `inputs`, with each neverallow of `broken` voided in a copy written

@@ -48,6 +48,8 @@ pub enum StoreError {
     #[error(transparent)]
     Secilc(#[from] policy::secilc::SecilcError),
     #[error(transparent)]
+    Cil(#[from] cil::CilError),
+    #[error(transparent)]
     Setools(#[from] policy::setools::SetoolsError),
     #[error(
         "secilc cannot compile the store as it is (its own modules fail){}:\n{output}",

@@ -232,10 +232,9 @@ fn protections(out: &mut String, report: &ModuleReport) {
     if report.protections.is_empty() {
         let _ = writeln!(out, "  none (no path is protected)");
     }
-    let proven = if report.proof.is_proven() {
-        "proven by secilc"
-    } else {
-        "NOT PROVEN: the proof did not run"
+    let proven = match &report.proof {
+        Proof::Proven { by, .. } => format!("proven by {by}"),
+        Proof::NotRun { .. } => "NOT PROVEN: the proof did not run".to_owned(),
     };
     for protection in &report.protections {
         let reach = &protection.reach;

@@ -21,6 +21,9 @@ pub enum Proof {
     /// only for grants a boolean that is off by default gives (listed in
     /// the protections, with `booleanGrants: byDefault`).
     Proven {
+        /// What checked them: `secilc`, or `libsepol` (its CIL compiler
+        /// in-process, as secilc runs it).
+        by: String,
         /// The store's own neverallows secilc found broken (and `--include`
         /// files'): not checked by `semodule` either (`expand-check=0`).
         store_violations: Vec<StoreViolation>,
@@ -41,11 +44,12 @@ impl Proof {
     pub fn describe(&self, expand_check: bool) -> String {
         match self {
             Proof::Proven {
+                by,
                 store_violations,
                 boolean_only,
             } => {
                 let mut text =
-                    "proven by secilc over store + module: every neverallow checked".to_owned();
+                    format!("proven by {by} over store + module: every neverallow checked");
                 if !store_violations.is_empty() {
                     let rules: usize = store_violations.iter().map(|v| v.rules).sum();
                     text.push_str(&format!(
@@ -82,17 +86,17 @@ fn plural(n: usize) -> &'static str {
 }
 
 /// Why a probe's verdict means the proof cannot run, if it does.
-pub fn probe_failure(probe: &NeverallowProbe, secilc: &std::path::Path) -> Option<String> {
+pub fn probe_failure(probe: &NeverallowProbe, compiler: &str) -> Option<String> {
     match probe {
         NeverallowProbe::Enforced => None,
         NeverallowProbe::Ignored => Some(format!(
             "{} compiled a policy that breaks its own neverallow, so it enforces none; \
              use a secilc that does (`apt-get install secilc`, or --secilc PATH)",
-            secilc.display()
+            compiler
         )),
         NeverallowProbe::Inconclusive { output } => Some(format!(
             "{} gave no verdict on a probe policy with a known neverallow violation: {}",
-            secilc.display(),
+            compiler,
             output.trim()
         )),
     }

@@ -20,9 +20,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 
-use super::cache::{self, Cache, Key, KeyBuilder};
+use super::cache::{Cache, Key, KeyBuilder};
 use super::carry::{self, Carried, LossInputs, Losses, Retyped};
-use super::compile::{self, Compiled, Input, Neverallows, StoreViolation};
+use super::compile::{self, Compiled, Compiler, Input, Neverallows, StoreViolation};
 use super::domains::{map_domains, DomainMapping, Origin};
 use super::facts::Facts;
 use super::filecons::{self, Purpose, Resolution, Siblings, StoreContexts, StoreSpec};
@@ -45,8 +45,12 @@ use selabel::FileContexts;
 /// How to build against a store.
 #[derive(Debug, Clone, Default)]
 pub struct ModuleOptions {
-    /// Explicit secilc; `None` searches `PATH`.
+    /// Explicit secilc; `None`: libsepol through `helper` when there is
+    /// one and libsepol loads, else the first `secilc` on `PATH`.
     pub secilc: Option<PathBuf>,
+    /// The program that serves `cil::SUBCOMMAND` (the semanifest binary):
+    /// libsepol's CIL compiler in a helper process ([`Compiler`]).
+    pub helper: Option<PathBuf>,
     /// `None`: detect from the store's names.
     pub profile: Option<ProfileName>,
     /// `DOMAIN=TYPE`: the store type a layout domain (by key) runs as.
@@ -128,7 +132,7 @@ impl<T> Later<T> {
 /// The store without the module, and what it says.
 pub struct Baseline {
     pub store: Store,
-    pub secilc: PathBuf,
+    pub compiler: Compiler,
     /// The store's modules the build compiles with (the layout's own
     /// module of an earlier build left out).
     pub inputs: Vec<Input>,
@@ -172,7 +176,7 @@ impl Baseline {
         setools::start_session();
         let store = Store::open(path)?;
         tracing::debug!("store read: {} modules", store.modules.len());
-        let secilc = secilc::locate(options.secilc.as_deref())?;
+        let compiler = Compiler::choose(options.secilc.as_deref(), options.helper.as_deref())?;
         let work = tempfile::Builder::new()
             .prefix("semanifest-store-")
             .tempdir()
@@ -209,7 +213,7 @@ impl Baseline {
             Some(_) => {
                 let (sender, receiver) = mpsc::channel();
                 let check = CheckAsBuilt {
-                    secilc: secilc.clone(),
+                    compiler: compiler.clone(),
                     store_built: store.built.clone(),
                     settings: store.settings.clone(),
                     inputs: all_inputs.clone(),
@@ -228,7 +232,8 @@ impl Baseline {
         let (stock, stock_policy, stock_file_contexts) = match (&built, &replaces) {
             (Some((policy, contexts)), None) => (None, policy.clone(), contexts.clone()),
             _ => {
-                let compiled = compile_stock(&secilc, &store, &inputs, &work.path().join("stock"))?;
+                let compiled =
+                    compile_stock(&compiler, &store, &inputs, &work.path().join("stock"))?;
                 let (policy, contexts) = (compiled.policy.clone(), compiled.file_contexts.clone());
                 (Some(compiled), policy, contexts)
             }
@@ -249,7 +254,7 @@ impl Baseline {
         let siblings = siblings(&store);
         Ok(Baseline {
             store,
-            secilc,
+            compiler,
             inputs,
             all_inputs,
             stock_policy,
@@ -382,7 +387,7 @@ impl Baseline {
             // The cache answered: compile it now, for its outputs.
             Some(Ok(AsBuilt { compiled: None, .. })) => {
                 let compiled = compile_stock(
-                    &self.secilc,
+                    &self.compiler,
                     &self.store,
                     &self.all_inputs,
                     &self.work.path().join("stock-out"),
@@ -401,7 +406,7 @@ impl Baseline {
 /// byte for byte with what the store built. The build that follows
 /// remembers a verified store in the cache ([`Baseline::remember`]).
 struct CheckAsBuilt {
-    secilc: PathBuf,
+    compiler: Compiler,
     store_built: Built,
     settings: Settings,
     inputs: Vec<Input>,
@@ -412,9 +417,8 @@ struct CheckAsBuilt {
 impl CheckAsBuilt {
     fn key(&self) -> std::io::Result<Key> {
         let mut key = KeyBuilder::new("as-built");
-        key.program(&self.secilc);
-        if let Some(libsepol) = cache::libsepol() {
-            key.program(&libsepol);
+        for program in self.compiler.programs() {
+            key.program(&program);
         }
         // What compiles it, not where `semanage.conf` is: a copy of the
         // store is the same store.
@@ -454,12 +458,13 @@ impl CheckAsBuilt {
                 key,
             });
         }
-        let compiled = compile::compile(
-            &self.secilc,
+        let compiled = compile::compile_at(
+            &self.compiler,
             &self.settings,
             &self.inputs,
             &self.work.join("as-built"),
             Neverallows::AsStore,
+            compile::Priority::Background,
         )
         .map_err(Arc::new)?;
         let verification = match &compiled {
@@ -480,12 +485,12 @@ impl CheckAsBuilt {
 }
 
 fn compile_stock(
-    secilc: &Path,
+    compiler: &Compiler,
     store: &Store,
     inputs: &[Input],
     out: &Path,
 ) -> Result<Compiled, StoreError> {
-    compile::compile(secilc, &store.settings, inputs, out, Neverallows::AsStore)?.map_err(
+    compile::compile(compiler, &store.settings, inputs, out, Neverallows::AsStore)?.map_err(
         |refused| {
             let hint = (!store.unknowns.is_empty()).then(|| store.unknowns.join("; "));
             StoreError::StockRefused {
@@ -1074,6 +1079,7 @@ impl CompiledModule {
     /// tolerated then) or proven, naming the store's violations and the
     /// layout's neverallows broken only by boolean-guarded rules.
     fn new(
+        compiler: &Compiler,
         predicted: Compiled,
         not_run: Option<String>,
         store_violations: Vec<StoreViolation>,
@@ -1088,6 +1094,7 @@ impl CompiledModule {
             None => CompiledModule {
                 predicted,
                 proof: Proof::Proven {
+                    by: compiler.name().to_owned(),
                     store_violations,
                     boolean_only: tolerated.iter().map(|f| f.target.clone()).collect(),
                 },
@@ -1110,6 +1117,11 @@ fn compile_and_prove(
     let (inputs, module_path) = with_module(baseline, parsed, module_cil, options, &work)?;
     if baseline.store.settings.expand_check {
         return compile_checking_as_store(baseline, parsed, &inputs, &module_path, &work);
+    }
+    // libsepol resolves store + module once for both builds: nothing to
+    // void, cold or warm.
+    if let Compiler::Libsepol { .. } = baseline.compiler {
+        return compile_cold(baseline, parsed, &inputs, &module_path, options, &work);
     }
     match baseline.earlier_violations() {
         Some(known) => compile_with_store_violations_voided(
@@ -1140,34 +1152,21 @@ fn compile_cold(
     options: &ModuleOptions,
     work: &Path,
 ) -> Result<CompiledModule, ModuleError> {
-    let settings = &baseline.store.settings;
-    let (not_run, (checked, as_store)) = beside_probe(baseline, work, || {
-        std::thread::scope(|scope| {
-            let as_store = scope.spawn(|| {
-                compile::compile(
-                    &baseline.secilc,
-                    settings,
-                    inputs,
-                    &work.join("as-store"),
-                    Neverallows::AsStore,
-                )
-            });
-            let checked = compile::compile(
-                &baseline.secilc,
-                settings,
-                inputs,
-                &work.join("out"),
-                Neverallows::Checked,
-            );
-            (checked, as_store.join())
-        })
+    let (not_run, both) = beside_probe(baseline, work, || {
+        compile::compile_both(
+            &baseline.compiler,
+            &baseline.store.settings,
+            inputs,
+            &work.join("out"),
+            &work.join("as-store"),
+        )
     })?;
-    let as_store =
-        as_store.map_err(|_| StoreError::Stopped("the compilation of store + module"))?;
-    let refused = match checked? {
+    let compile::Both { checked, as_store } = both?;
+    let refused = match checked {
         Ok(predicted) => {
             baseline.remember(&[]);
             return Ok(CompiledModule::new(
+        &baseline.compiler,
                 predicted,
                 not_run,
                 Vec::new(),
@@ -1191,11 +1190,13 @@ fn compile_cold(
         });
         return Err(rejected(parsed, &failures.ours, &output));
     }
-    let predicted = match as_store? {
-        Ok(predicted) => predicted,
-        Err(refused) => return Err(rejected(parsed, &[], &refused.output)),
+    let predicted = match as_store {
+        Some(Ok(predicted)) => predicted,
+        Some(Err(refused)) => return Err(rejected(parsed, &[], &refused.output)),
+        None => return Err(StoreError::Stopped("the compilation of store + module").into()),
     };
     Ok(CompiledModule::new(
+        &baseline.compiler,
         predicted,
         not_run,
         all_store_violations(failures.store_own, failures.newly_broken),
@@ -1247,14 +1248,16 @@ fn beside_probe<T: Send>(
 ) -> Result<(Option<String>, T), ModuleError> {
     let (probe, compiled) = std::thread::scope(|scope| {
         let probe =
-            scope.spawn(|| secilc::probe_neverallows(&baseline.secilc, &work.join("probe")));
+            scope.spawn(|| baseline.compiler.probe_neverallows(&work.join("probe")));
         let compiled = compile();
         (probe.join(), compiled)
     });
     let probe = probe
-        .map_err(|_| StoreError::Stopped("the secilc probe"))?
-        .map_err(StoreError::from)?;
-    Ok((proof::probe_failure(&probe, &baseline.secilc), compiled))
+        .map_err(|_| StoreError::Stopped("the neverallow probe"))??;
+    Ok((
+        proof::probe_failure(&probe, &baseline.compiler.describe()),
+        compiled,
+    ))
 }
 
 /// `expand-check` on: the prediction checks every neverallow itself, so
@@ -1269,7 +1272,7 @@ fn compile_checking_as_store(
     let settings = &baseline.store.settings;
     let (not_run, predicted) = beside_probe(baseline, work, || {
         compile::compile(
-            &baseline.secilc,
+            &baseline.compiler,
             settings,
             inputs,
             &work.join("out"),
@@ -1290,6 +1293,7 @@ fn compile_checking_as_store(
     };
     baseline.remember(&[]);
     Ok(CompiledModule::new(
+        &baseline.compiler,
         predicted,
         not_run,
         Vec::new(),
@@ -1313,7 +1317,7 @@ fn compile_with_store_violations_voided(
     let checking = voided.as_deref().unwrap_or(inputs);
     let (not_run, checked) = beside_probe(baseline, work, || {
         compile::compile(
-            &baseline.secilc,
+            &baseline.compiler,
             &baseline.store.settings,
             checking,
             &work.join("out"),
@@ -1333,6 +1337,7 @@ fn compile_with_store_violations_voided(
         }
     };
     Ok(CompiledModule::new(
+        &baseline.compiler,
         predicted,
         not_run,
         all_store_violations(known, store_violations),
@@ -1376,7 +1381,7 @@ fn recompile_as_store(
     }
     tracing::debug!("neverallows failed; compiling store + module again as the store does");
     match compile::compile(
-        &baseline.secilc,
+        &baseline.compiler,
         &baseline.store.settings,
         inputs,
         &work.join("out"),
