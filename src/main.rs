@@ -7,11 +7,14 @@
 mod cli;
 
 fn main() -> std::process::ExitCode {
-    // A store build's compiler process (see the `cil` crate): it reads its
+    // A store build's compiler process (see the `sepol` crate): it reads its
     // request on stdin and must stay single-threaded, so it starts before
     // anything else does.
-    if std::env::args_os().nth(1).is_some_and(|arg| arg == cil::SUBCOMMAND) {
-        return std::process::ExitCode::from(u8::try_from(cil::serve()).unwrap_or(1));
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|arg| arg == sepol::SUBCOMMAND)
+    {
+        return std::process::ExitCode::from(u8::try_from(sepol::serve()).unwrap_or(1));
     }
     cli::run()
 }

@@ -284,7 +284,10 @@ fn failure(parsed: &Parsed, error: ModuleError, outcome: &mut StoreOutcome) {
                     &rules::POLICY_SECILC,
                     parsed,
                     None,
-                    format!("secilc rejected store + module: {}", output.trim()),
+                    format!(
+                        "the CIL compiler rejected store + module: {}",
+                        output.trim()
+                    ),
                 ));
                 return;
             }

@@ -58,7 +58,7 @@ impl StoreArgs {
     pub fn options(&self, includes: Vec<PathBuf>, secilc: Option<PathBuf>) -> store::ModuleOptions {
         store::ModuleOptions {
             secilc,
-            // This binary serves libsepol's compiler process (`cil`).
+            // This binary serves libsepol's compiler process (`sepol`).
             helper: std::env::current_exe().ok(),
             profile: match self.profile {
                 None | Some(ProfileArg::Auto) => None,

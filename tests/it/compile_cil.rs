@@ -1,4 +1,4 @@
-//! `semanifest __compile-cil`, the helper process of the `cil` crate:
+//! `semanifest __compile-cil`, the helper process of the `sepol` crate:
 //! libsepol's CIL compiler, one parse and resolution for several builds.
 //! Its bytes are compared with the real secilc's on the same input, and
 //! its refusals carry what secilc prints.
@@ -8,7 +8,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::support::{tool, stderr};
+use crate::support::{stderr, tool};
 
 /// A policy of a few lines with one neverallow (secilc's probe's shape),
 /// one file context and a rule the optimiser removes (`write` on `t_t`
@@ -50,31 +50,40 @@ fn line_of(text: &str) -> usize {
     POLICY.lines().position(|l| l.starts_with(text)).unwrap() + 1
 }
 
-fn flags() -> cil::Flags {
-    cil::Flags {
+fn flags() -> sepol::Flags {
+    sepol::Flags {
         policy_version: Some(33),
         optimize: true,
-        ..cil::Flags::default()
+        ..sepol::Flags::default()
     }
 }
 
-fn build(dir: &Path, name: &str, check_neverallows: bool) -> cil::Build {
-    cil::Build {
+fn build(dir: &Path, name: &str, check_neverallows: bool) -> sepol::Build {
+    sepol::Build {
         policy_out: dir.join(format!("{name}.33")),
         file_contexts_out: dir.join(format!("{name}.fc")),
         check_neverallows,
     }
 }
 
-fn helper() -> cil::Helper {
-    cil::Helper::new(env!("CARGO_BIN_EXE_semanifest"))
+fn helper() -> sepol::Helper {
+    sepol::Helper::new(env!("CARGO_BIN_EXE_semanifest"))
 }
 
 /// secilc with the same flags: (policy, file_contexts), or its refusal.
-fn secilc(dir: &Path, inputs: &[PathBuf], check_neverallows: bool) -> Result<(Vec<u8>, Vec<u8>), String> {
+fn secilc(
+    dir: &Path,
+    inputs: &[PathBuf],
+    check_neverallows: bool,
+) -> Result<(Vec<u8>, Vec<u8>), String> {
     let (policy, contexts) = (dir.join("secilc.33"), dir.join("secilc.fc"));
     let mut command = Command::new(tool("secilc", "secilc"));
-    command.args(flags().secilc_args()).arg("-o").arg(&policy).arg("-f").arg(&contexts);
+    command
+        .args(flags().secilc_args())
+        .arg("-o")
+        .arg(&policy)
+        .arg("-f")
+        .arg(&contexts);
     if !check_neverallows {
         command.arg("--disable-neverallow");
     }
@@ -85,8 +94,11 @@ fn secilc(dir: &Path, inputs: &[PathBuf], check_neverallows: bool) -> Result<(Ve
     Ok((fs::read(policy).unwrap(), fs::read(contexts).unwrap()))
 }
 
-fn written(b: &cil::Build) -> (Vec<u8>, Vec<u8>) {
-    (fs::read(&b.policy_out).unwrap(), fs::read(&b.file_contexts_out).unwrap())
+fn written(b: &sepol::Build) -> (Vec<u8>, Vec<u8>) {
+    (
+        fs::read(&b.policy_out).unwrap(),
+        fs::read(&b.file_contexts_out).unwrap(),
+    )
 }
 
 /// A policy that breaks its neverallow: the checked build is refused
@@ -97,9 +109,12 @@ fn one_resolution_gives_the_refusal_and_the_binary_secilc_gives() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("violating.cil");
     fs::write(&input, format!("{POLICY}{VIOLATION}")).unwrap();
-    let builds = vec![build(dir.path(), "checked", true), build(dir.path(), "as-store", false)];
+    let builds = vec![
+        build(dir.path(), "checked", true),
+        build(dir.path(), "as-store", false),
+    ];
     let outcomes = helper()
-        .compile(&cil::Request {
+        .compile(&sepol::Request {
             flags: flags(),
             inputs: vec![input.clone()],
             builds: builds.clone(),
@@ -107,7 +122,7 @@ fn one_resolution_gives_the_refusal_and_the_binary_secilc_gives() {
             background: false,
         })
         .unwrap();
-    let cil::Outcome::Refused { output } = &outcomes[0] else {
+    let sepol::Outcome::Refused { output } = &outcomes[0] else {
         panic!("the checked build was not refused: {outcomes:?}");
     };
     let expected = format!(
@@ -116,10 +131,16 @@ fn one_resolution_gives_the_refusal_and_the_binary_secilc_gives() {
         line_of("(neverallow")
     );
     assert!(output.contains(&expected), "{output}");
-    let secilc_refusal = secilc(dir.path(), &[input.clone()], true).unwrap_err();
+    let secilc_refusal = secilc(dir.path(), std::slice::from_ref(&input), true).unwrap_err();
     assert!(secilc_refusal.contains(&expected), "{secilc_refusal}");
-    assert!(matches!(outcomes[1], cil::Outcome::Written { .. }), "{outcomes:?}");
-    assert_eq!(written(&builds[1]), secilc(dir.path(), &[input], false).unwrap());
+    assert!(
+        matches!(outcomes[1], sepol::Outcome::Written { .. }),
+        "{outcomes:?}"
+    );
+    assert_eq!(
+        written(&builds[1]),
+        secilc(dir.path(), &[input], false).unwrap()
+    );
 }
 
 /// A policy that keeps its neverallow: the checked build is the binary,
@@ -130,8 +151,11 @@ fn an_accepted_checked_build_is_the_binary_and_the_other_is_skipped() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("clean.cil");
     fs::write(&input, POLICY).unwrap();
-    let builds = vec![build(dir.path(), "checked", true), build(dir.path(), "as-store", false)];
-    let request = |first_suffices| cil::Request {
+    let builds = vec![
+        build(dir.path(), "checked", true),
+        build(dir.path(), "as-store", false),
+    ];
+    let request = |first_suffices| sepol::Request {
         flags: flags(),
         inputs: vec![input.clone()],
         builds: builds.clone(),
@@ -139,10 +163,16 @@ fn an_accepted_checked_build_is_the_binary_and_the_other_is_skipped() {
         background: false,
     };
     let outcomes = helper().compile(&request(true)).unwrap();
-    assert!(matches!(outcomes[0], cil::Outcome::Written { .. }), "{outcomes:?}");
-    assert_eq!(outcomes[1], cil::Outcome::Skipped);
+    assert!(
+        matches!(outcomes[0], sepol::Outcome::Written { .. }),
+        "{outcomes:?}"
+    );
+    assert_eq!(outcomes[1], sepol::Outcome::Skipped);
     let ours = written(&builds[0]);
-    assert_eq!(ours, secilc(dir.path(), &[input.clone()], true).unwrap());
+    assert_eq!(
+        ours,
+        secilc(dir.path(), std::slice::from_ref(&input), true).unwrap()
+    );
     // The optimisation ran: the duplicate rule is gone, as secilc --optimize.
     let unoptimised = {
         let (policy, contexts) = (dir.path().join("plain.33"), dir.path().join("plain.fc"));
@@ -161,7 +191,12 @@ fn an_accepted_checked_build_is_the_binary_and_the_other_is_skipped() {
 
     // Control: both run when the second is wanted anyway.
     let outcomes = helper().compile(&request(false)).unwrap();
-    assert!(outcomes.iter().all(|o| matches!(o, cil::Outcome::Written { .. })), "{outcomes:?}");
+    assert!(
+        outcomes
+            .iter()
+            .all(|o| matches!(o, sepol::Outcome::Written { .. })),
+        "{outcomes:?}"
+    );
     assert_eq!(written(&builds[1]), ours);
 }
 
@@ -172,18 +207,34 @@ fn an_accepted_checked_build_is_the_binary_and_the_other_is_skipped() {
 fn refusals_before_the_builds_name_the_input() {
     let dir = tempfile::tempdir().unwrap();
     let broken = dir.path().join("broken.cil");
-    fs::write(&broken, format!("{POLICY}(allow t_t nowhere_t (file (read)))\n")).unwrap();
+    fs::write(
+        &broken,
+        format!("{POLICY}(allow t_t nowhere_t (file (read)))\n"),
+    )
+    .unwrap();
     let unbalanced = dir.path().join("unbalanced.cil");
     fs::write(&unbalanced, "(type a_t)\n(allow a_t\n").unwrap();
     let missing = dir.path().join("missing.cil");
     for (input, says) in [
-        (&broken, format!("{}:{}", broken.display(), POLICY.lines().count() + 1)),
-        (&unbalanced, format!("without matching close at line 3 of {}", unbalanced.display())),
-        (&missing, format!("Could not open file: {}", missing.display())),
+        (
+            &broken,
+            format!("{}:{}", broken.display(), POLICY.lines().count() + 1),
+        ),
+        (
+            &unbalanced,
+            format!(
+                "without matching close at line 3 of {}",
+                unbalanced.display()
+            ),
+        ),
+        (
+            &missing,
+            format!("Could not open file: {}", missing.display()),
+        ),
     ] {
         let builds = vec![build(dir.path(), "a", true), build(dir.path(), "b", false)];
         let outcomes = helper()
-            .compile(&cil::Request {
+            .compile(&sepol::Request {
                 flags: flags(),
                 inputs: vec![input.clone()],
                 builds: builds.clone(),
@@ -192,7 +243,7 @@ fn refusals_before_the_builds_name_the_input() {
             })
             .unwrap();
         for outcome in &outcomes {
-            let cil::Outcome::Refused { output } = outcome else {
+            let sepol::Outcome::Refused { output } = outcome else {
                 panic!("{} was not refused: {outcome:?}", input.display());
             };
             assert!(output.contains(&says), "{says}: {output}");
@@ -203,7 +254,7 @@ fn refusals_before_the_builds_name_the_input() {
     let clean = dir.path().join("clean.cil");
     fs::write(&clean, POLICY).unwrap();
     let outcomes = helper()
-        .compile(&cil::Request {
+        .compile(&sepol::Request {
             flags: flags(),
             inputs: vec![clean],
             builds: vec![build(dir.path(), "c", true)],
@@ -212,10 +263,13 @@ fn refusals_before_the_builds_name_the_input() {
             background: true,
         })
         .unwrap();
-    assert!(matches!(outcomes[0], cil::Outcome::Written { .. }), "{outcomes:?}");
+    assert!(
+        matches!(outcomes[0], sepol::Outcome::Written { .. }),
+        "{outcomes:?}"
+    );
 
     let mut child = Command::new(env!("CARGO_BIN_EXE_semanifest"))
-        .arg(cil::SUBCOMMAND)
+        .arg(sepol::SUBCOMMAND)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -224,6 +278,10 @@ fn refusals_before_the_builds_name_the_input() {
     child.stdin.take().unwrap().write_all(b"{not json").unwrap();
     let output = child.wait_with_output().unwrap();
     assert_eq!(output.status.code(), Some(2));
-    assert!(stderr(&output).contains("unreadable request"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("unreadable request"),
+        "{}",
+        stderr(&output)
+    );
     assert!(output.stdout.is_empty());
 }

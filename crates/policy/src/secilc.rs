@@ -59,8 +59,8 @@ pub struct Invocation<'a> {
 /// How secilc builds the binary: a policy store sets these from its
 /// `semanage.conf` and flag files, as libsemanage does when it compiles the
 /// store. One definition serves the `secilc` command and libsepol's
-/// compiler in-process (the `cil` crate).
-pub use cil::Flags;
+/// compiler in a helper process (the `sepol` crate).
+pub use sepol::Flags;
 
 /// The standalone target's flags: MLS on, policy version 33 (what Linux
 /// ≥ 5.x reads).

@@ -22,10 +22,13 @@ pub enum Compiler {
     /// The `secilc` command: one process, one parse and resolution, per
     /// binary.
     Secilc(PathBuf),
-    /// libsepol's CIL compiler (`cil::library`) in a helper process
-    /// (`cil::Helper`: the semanifest binary): store + module parsed and
+    /// libsepol's CIL compiler (`sepol::library`) in a helper process
+    /// (`sepol::Helper`: the semanifest binary): store + module parsed and
     /// resolved once for the checked and the as-store binary.
-    Libsepol { helper: cil::Helper, library: PathBuf },
+    Libsepol {
+        helper: sepol::Helper,
+        library: PathBuf,
+    },
 }
 
 impl Compiler {
@@ -34,10 +37,10 @@ impl Compiler {
     pub fn choose(secilc: Option<&Path>, helper: Option<&Path>) -> Result<Compiler, StoreError> {
         if secilc.is_none() {
             if let Some(helper) = helper {
-                match cil::library() {
+                match sepol::library() {
                     Ok(library) => {
                         return Ok(Compiler::Libsepol {
-                            helper: cil::Helper::new(helper),
+                            helper: sepol::Helper::new(helper),
                             library,
                         })
                     }
@@ -61,7 +64,10 @@ impl Compiler {
         match self {
             Compiler::Secilc(path) => format!("secilc ({})", path.display()),
             Compiler::Libsepol { library, .. } => {
-                format!("libsepol's CIL compiler, as secilc runs it ({})", library.display())
+                format!(
+                    "libsepol's CIL compiler, as secilc runs it ({})",
+                    library.display()
+                )
             }
         }
     }
@@ -87,10 +93,10 @@ impl Compiler {
             Compiler::Secilc(path) => Ok(secilc::probe_neverallows(path, dir)?),
             Compiler::Libsepol { helper, .. } => {
                 secilc::probe_neverallows_with(dir, |input, policy_out, file_contexts_out| {
-                    let request = cil::Request {
+                    let request = sepol::Request {
                         flags: Flags::default(),
                         inputs: vec![input.to_owned()],
-                        builds: vec![cil::Build {
+                        builds: vec![sepol::Build {
                             policy_out: policy_out.to_owned(),
                             file_contexts_out: file_contexts_out.to_owned(),
                             check_neverallows: true,
@@ -100,15 +106,15 @@ impl Compiler {
                     };
                     let outcome = helper.compile(&request)?.remove(0);
                     Ok::<_, StoreError>(match outcome {
-                        cil::Outcome::Written { output } => SecilcOutput {
+                        sepol::Outcome::Written { output } => SecilcOutput {
                             success: true,
                             output,
                         },
-                        cil::Outcome::Refused { output } => SecilcOutput {
+                        sepol::Outcome::Refused { output } => SecilcOutput {
                             success: false,
                             output,
                         },
-                        cil::Outcome::Skipped => SecilcOutput {
+                        sepol::Outcome::Skipped => SecilcOutput {
                             success: false,
                             output: String::new(),
                         },
@@ -224,7 +230,14 @@ pub(crate) fn compile(
     out_dir: &Path,
     neverallows: Neverallows,
 ) -> Result<Result<Compiled, Refused>, StoreError> {
-    compile_at(compiler, settings, inputs, out_dir, neverallows, Priority::Foreground)
+    compile_at(
+        compiler,
+        settings,
+        inputs,
+        out_dir,
+        neverallows,
+        Priority::Foreground,
+    )
 }
 
 /// Whether a build waits for a compilation now, or only at its end.
@@ -260,7 +273,7 @@ pub(crate) fn compile_at(
             outcome.success.then_some(()).ok_or(outcome.output)
         }
         Compiler::Libsepol { helper, .. } => {
-            let request = cil::Request {
+            let request = sepol::Request {
                 flags: flags(settings),
                 inputs: in_order(inputs),
                 builds: vec![target.build(!disable_neverallow)],
@@ -268,9 +281,9 @@ pub(crate) fn compile_at(
                 background: priority == Priority::Background,
             };
             match helper.compile(&request)?.remove(0) {
-                cil::Outcome::Written { .. } => Ok(()),
-                cil::Outcome::Refused { output } => Err(output),
-                cil::Outcome::Skipped => Err(String::new()),
+                sepol::Outcome::Written { .. } => Ok(()),
+                sepol::Outcome::Refused { output } => Err(output),
+                sepol::Outcome::Skipped => Err(String::new()),
             }
         }
     };
@@ -299,21 +312,38 @@ pub(crate) fn compile_both(
     let Compiler::Libsepol { helper, .. } = compiler else {
         let (checked, as_store) = std::thread::scope(|scope| {
             let as_store = scope.spawn(|| {
-                compile(compiler, settings, inputs, as_store_dir, Neverallows::AsStore)
+                compile(
+                    compiler,
+                    settings,
+                    inputs,
+                    as_store_dir,
+                    Neverallows::AsStore,
+                )
             });
-            let checked = compile(compiler, settings, inputs, checked_dir, Neverallows::Checked);
+            let checked = compile(
+                compiler,
+                settings,
+                inputs,
+                checked_dir,
+                Neverallows::Checked,
+            );
             (checked, as_store.join())
         });
-        let as_store = as_store.map_err(|_| StoreError::Stopped("the compilation of store + module"))?;
+        let as_store =
+            as_store.map_err(|_| StoreError::Stopped("the compilation of store + module"))?;
         let checked = checked?;
         return Ok(Both {
-            as_store: if checked.is_ok() { None } else { Some(as_store?) },
+            as_store: if checked.is_ok() {
+                None
+            } else {
+                Some(as_store?)
+            },
             checked,
         });
     };
     let checked_target = Target::new(checked_dir)?;
     let as_store_target = Target::new(as_store_dir)?;
-    let request = cil::Request {
+    let request = sepol::Request {
         flags: flags(settings),
         inputs: in_order(inputs),
         builds: vec![
@@ -327,16 +357,16 @@ pub(crate) fn compile_both(
     let (Some(checked), Some(as_store)) = (outcomes.next(), outcomes.next()) else {
         return Err(StoreError::Stopped("the compilation of store + module"));
     };
-    let finish = |target: Target, outcome: cil::Outcome| match outcome {
-        cil::Outcome::Written { .. } => target.finish().map(Ok),
-        cil::Outcome::Refused { output } => Ok(Err(Refused { output })),
-        cil::Outcome::Skipped => Ok(Err(Refused {
+    let finish = |target: Target, outcome: sepol::Outcome| match outcome {
+        sepol::Outcome::Written { .. } => target.finish().map(Ok),
+        sepol::Outcome::Refused { output } => Ok(Err(Refused { output })),
+        sepol::Outcome::Skipped => Ok(Err(Refused {
             output: String::new(),
         })),
     };
     let checked = finish(checked_target, checked)?;
     let as_store = match as_store {
-        cil::Outcome::Skipped => None,
+        sepol::Outcome::Skipped => None,
         outcome => Some(finish(as_store_target, outcome)?),
     };
     Ok(Both { checked, as_store })
@@ -360,8 +390,8 @@ impl Target {
         })
     }
 
-    fn build(&self, check_neverallows: bool) -> cil::Build {
-        cil::Build {
+    fn build(&self, check_neverallows: bool) -> sepol::Build {
+        sepol::Build {
             policy_out: self.policy.clone(),
             file_contexts_out: self.all_contexts.clone(),
             check_neverallows,
@@ -369,7 +399,8 @@ impl Target {
     }
 
     fn finish(self) -> Result<Compiled, StoreError> {
-        let text = fs::read(&self.all_contexts).map_err(|error| StoreError::io(&self.all_contexts, error))?;
+        let text = fs::read(&self.all_contexts)
+            .map_err(|error| StoreError::io(&self.all_contexts, error))?;
         let (main, template) = split_file_contexts(&text);
         let file_contexts = self.dir.join("file_contexts");
         fs::write(&file_contexts, main).map_err(|error| StoreError::io(&file_contexts, error))?;

@@ -48,11 +48,11 @@ pub enum StoreError {
     #[error(transparent)]
     Secilc(#[from] policy::secilc::SecilcError),
     #[error(transparent)]
-    Cil(#[from] cil::CilError),
+    Sepol(#[from] sepol::CilError),
     #[error(transparent)]
     Setools(#[from] policy::setools::SetoolsError),
     #[error(
-        "secilc cannot compile the store as it is (its own modules fail){}:\n{output}",
+        "the CIL compiler cannot compile the store as it is (its own modules fail){}:\n{output}",
         hint.as_deref().map(|h| format!("; {h}")).unwrap_or_default()
     )]
     StockRefused {

@@ -48,7 +48,7 @@ pub struct ModuleOptions {
     /// Explicit secilc; `None`: libsepol through `helper` when there is
     /// one and libsepol loads, else the first `secilc` on `PATH`.
     pub secilc: Option<PathBuf>,
-    /// The program that serves `cil::SUBCOMMAND` (the semanifest binary):
+    /// The program that serves `sepol::SUBCOMMAND` (the semanifest binary):
     /// libsepol's CIL compiler in a helper process ([`Compiler`]).
     pub helper: Option<PathBuf>,
     /// `None`: detect from the store's names.
@@ -471,7 +471,7 @@ impl CheckAsBuilt {
             Ok(compiled) => verify(&self.store_built, compiled).map_err(Arc::new)?,
             Err(refused) => Verification::Differs {
                 why: format!(
-                    "secilc cannot compile the store as it is: {}",
+                    "the CIL compiler cannot compile the store as it is: {}",
                     refused.output.trim()
                 ),
             },
@@ -699,10 +699,11 @@ pub enum ModuleError {
     Filecons(#[from] filecons::FileconError),
     #[error("template error (a bug in semanifest): {0}")]
     Template(#[from] minijinja::Error),
-    /// secilc refused store + module; `violations` are the protections it
-    /// proved broken, at the manifest lines that declared them.
+    /// The CIL compiler (libsepol, or the secilc given) refused store +
+    /// module; `violations` are the protections it proved broken, at the
+    /// manifest lines that declared them.
     #[error(
-        "secilc rejected store + module{}{}\n\nsecilc said:\n{output}",
+        "the CIL compiler rejected store + module{}{}\n\nit said:\n{output}",
         policy::describe_violations(violations),
         hint.as_deref().map(|h| format!("\n  = help: {h}")).unwrap_or_default()
     )]
@@ -1166,7 +1167,7 @@ fn compile_cold(
         Ok(predicted) => {
             baseline.remember(&[]);
             return Ok(CompiledModule::new(
-        &baseline.compiler,
+                &baseline.compiler,
                 predicted,
                 not_run,
                 Vec::new(),
@@ -1247,13 +1248,11 @@ fn beside_probe<T: Send>(
     compile: impl FnOnce() -> T + Send,
 ) -> Result<(Option<String>, T), ModuleError> {
     let (probe, compiled) = std::thread::scope(|scope| {
-        let probe =
-            scope.spawn(|| baseline.compiler.probe_neverallows(&work.join("probe")));
+        let probe = scope.spawn(|| baseline.compiler.probe_neverallows(&work.join("probe")));
         let compiled = compile();
         (probe.join(), compiled)
     });
-    let probe = probe
-        .map_err(|_| StoreError::Stopped("the neverallow probe"))??;
+    let probe = probe.map_err(|_| StoreError::Stopped("the neverallow probe"))??;
     Ok((
         proof::probe_failure(&probe, &baseline.compiler.describe()),
         compiled,

@@ -3,7 +3,7 @@
 
 use std::io::{Read, Write};
 
-use crate::sys::{self, Db};
+use crate::ffi::{self, Db};
 use crate::{Build, Flags, Outcome, Request};
 
 /// Serves one request from stdin. Returns the process's exit code: 0 when
@@ -44,22 +44,25 @@ fn run(request: &Request) -> Result<Vec<Outcome>, String> {
         return Ok(Vec::new());
     };
     if request.background {
-        sys::lower_priority();
+        ffi::lower_priority();
     }
     let mut db = Db::new()?;
     if let Some(refused) = prepare(&mut db, &request.flags, request) {
-        return Ok(vec![Outcome::Refused { output: refused }; request.builds.len()]);
+        return Ok(vec![
+            Outcome::Refused { output: refused };
+            request.builds.len()
+        ]);
     }
     // Each other build in a fork, with its own copy of the resolved database.
     let mut children = Vec::with_capacity(others.len());
     for build in others {
         let (reader, mut writer) = std::io::pipe().map_err(|e| format!("pipe: {e}"))?;
-        match sys::fork() {
+        match ffi::fork() {
             Some(0) => {
                 drop(reader);
                 let outcome = build_one(&mut db, &request.flags, build);
                 let written = serde_json::to_writer(&mut writer, &outcome).is_ok();
-                sys::exit_child(if written { 0 } else { 1 });
+                ffi::exit_child(if written { 0 } else { 1 });
             }
             Some(pid) => {
                 drop(writer);
@@ -75,14 +78,14 @@ fn run(request: &Request) -> Result<Vec<Outcome>, String> {
     let mut outcomes = vec![first_outcome];
     for (pid, mut reader) in children {
         if stop_others {
-            sys::kill(pid);
-            let _ = sys::wait(pid);
+            ffi::kill(pid);
+            let _ = ffi::wait(pid);
             outcomes.push(Outcome::Skipped);
             continue;
         }
         let mut answer = Vec::new();
         let _ = reader.read_to_end(&mut answer);
-        let status = sys::wait(pid);
+        let status = ffi::wait(pid);
         let outcome = match (serde_json::from_slice::<Outcome>(&answer), status) {
             (Ok(outcome), Ok(0)) => outcome,
             (_, Err(signal)) => Outcome::Refused {
@@ -110,7 +113,7 @@ fn prepare(db: &mut Db, flags: &Flags, request: &Request) -> Option<String> {
             other => return Some(format!("unknown handle-unknown value: {other}\n")),
         };
         if !db.set_handle_unknown(value) {
-            return Some(sys::take_log());
+            return Some(ffi::take_log());
         }
     }
     db.set_mls(match flags.mls {
@@ -128,7 +131,12 @@ fn prepare(db: &mut Db, flags: &Flags, request: &Request) -> Option<String> {
     for input in &request.inputs {
         let data = match std::fs::read(input) {
             Ok(data) => data,
-            Err(error) => return Some(format!("Could not open file: {}: {error}\n", input.display())),
+            Err(error) => {
+                return Some(format!(
+                    "Could not open file: {}: {error}\n",
+                    input.display()
+                ))
+            }
         };
         // secilc skips an empty file.
         if data.is_empty() {
@@ -136,11 +144,11 @@ fn prepare(db: &mut Db, flags: &Flags, request: &Request) -> Option<String> {
         }
         let name = input.to_string_lossy();
         if !db.add_file(&name, &data) {
-            return Some(format!("{}Failure adding {name}\n", sys::take_log()));
+            return Some(format!("{}Failure adding {name}\n", ffi::take_log()));
         }
     }
     if !db.compile() {
-        return Some(format!("{}Failed to compile cildb\n", sys::take_log()));
+        return Some(format!("{}Failed to compile cildb\n", ffi::take_log()));
     }
     None
 }
@@ -149,7 +157,7 @@ fn prepare(db: &mut Db, flags: &Flags, request: &Request) -> Option<String> {
 fn build_one(db: &mut Db, flags: &Flags, build: &Build) -> Outcome {
     db.set_disable_neverallow(!build.check_neverallows);
     let refused = |what: &str| Outcome::Refused {
-        output: format!("{}{what}\n", sys::log_so_far()),
+        output: format!("{}{what}\n", ffi::log_so_far()),
     };
     let Some(mut policy) = db.build() else {
         return refused("Failed to build policydb");
@@ -170,6 +178,6 @@ fn build_one(db: &mut Db, flags: &Flags, build: &Build) -> Outcome {
         ));
     }
     Outcome::Written {
-        output: sys::log_so_far(),
+        output: ffi::log_so_far(),
     }
 }

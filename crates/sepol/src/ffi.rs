@@ -23,29 +23,52 @@ pub(crate) struct Opaque {
 
 type LogHandler = extern "C" fn(c_int, *const c_char);
 
-/// The functions, resolved once.
-#[allow(non_snake_case)]
-struct Api {
-    cil_db_init: unsafe extern "C" fn(*mut *mut Opaque),
-    cil_add_file: unsafe extern "C" fn(*mut Opaque, *const c_char, *const c_char, usize) -> c_int,
-    cil_compile: unsafe extern "C" fn(*mut Opaque) -> c_int,
-    cil_build_policydb: unsafe extern "C" fn(*mut Opaque, *mut *mut Opaque) -> c_int,
-    cil_filecons_to_string: unsafe extern "C" fn(*mut Opaque, *mut *mut c_char, *mut usize) -> c_int,
-    cil_set_disable_dontaudit: unsafe extern "C" fn(*mut Opaque, c_int),
-    cil_set_disable_neverallow: unsafe extern "C" fn(*mut Opaque, c_int),
-    cil_set_preserve_tunables: unsafe extern "C" fn(*mut Opaque, c_int),
-    cil_set_handle_unknown: unsafe extern "C" fn(*mut Opaque, c_int) -> c_int,
-    cil_set_mls: unsafe extern "C" fn(*mut Opaque, c_int),
-    cil_set_target_platform: unsafe extern "C" fn(*mut Opaque, c_int),
-    cil_set_policy_version: unsafe extern "C" fn(*mut Opaque, c_int),
-    cil_set_log_level: unsafe extern "C" fn(c_uint),
-    cil_set_log_handler: unsafe extern "C" fn(LogHandler),
-    sepol_policydb_optimize: unsafe extern "C" fn(*mut Opaque) -> c_int,
-    sepol_policy_file_create: unsafe extern "C" fn(*mut *mut Opaque) -> c_int,
-    sepol_policy_file_set_fp: unsafe extern "C" fn(*mut Opaque, *mut libc::FILE),
-    sepol_policydb_write: unsafe extern "C" fn(*mut Opaque, *mut Opaque) -> c_int,
-    sepol_policy_file_free: unsafe extern "C" fn(*mut Opaque),
-    sepol_policydb_free: unsafe extern "C" fn(*mut Opaque),
+/// Declares the functions used, as fields of `Api`, and `resolve`, which
+/// looks each up by its name in the loaded library.
+macro_rules! api {
+    ($($name:ident: fn($($arg:ty),*) $(-> $ret:ty)?;)*) => {
+        /// The functions, resolved once.
+        struct Api {
+            $($name: unsafe extern "C" fn($($arg),*) $(-> $ret)?,)*
+        }
+
+        fn resolve(symbol: impl Fn(&str) -> Result<*mut c_void, String>) -> Result<Api, String> {
+            Ok(Api {
+                $(
+                    // SAFETY: the symbol is the libsepol function of that
+                    // name, whose C prototype the field's type spells.
+                    $name: unsafe {
+                        std::mem::transmute::<*mut c_void, unsafe extern "C" fn($($arg),*) $(-> $ret)?>(
+                            symbol(stringify!($name))?,
+                        )
+                    },
+                )*
+            })
+        }
+    };
+}
+
+api! {
+    cil_db_init: fn(*mut *mut Opaque);
+    cil_add_file: fn(*mut Opaque, *const c_char, *const c_char, usize) -> c_int;
+    cil_compile: fn(*mut Opaque) -> c_int;
+    cil_build_policydb: fn(*mut Opaque, *mut *mut Opaque) -> c_int;
+    cil_filecons_to_string: fn(*mut Opaque, *mut *mut c_char, *mut usize) -> c_int;
+    cil_set_disable_dontaudit: fn(*mut Opaque, c_int);
+    cil_set_disable_neverallow: fn(*mut Opaque, c_int);
+    cil_set_preserve_tunables: fn(*mut Opaque, c_int);
+    cil_set_handle_unknown: fn(*mut Opaque, c_int) -> c_int;
+    cil_set_mls: fn(*mut Opaque, c_int);
+    cil_set_target_platform: fn(*mut Opaque, c_int);
+    cil_set_policy_version: fn(*mut Opaque, c_int);
+    cil_set_log_level: fn(c_uint);
+    cil_set_log_handler: fn(LogHandler);
+    sepol_policydb_optimize: fn(*mut Opaque) -> c_int;
+    sepol_policy_file_create: fn(*mut *mut Opaque) -> c_int;
+    sepol_policy_file_set_fp: fn(*mut Opaque, *mut libc::FILE);
+    sepol_policydb_write: fn(*mut Opaque, *mut Opaque) -> c_int;
+    sepol_policy_file_free: fn(*mut Opaque);
+    sepol_policydb_free: fn(*mut Opaque);
 }
 
 /// The shared object's name: the ABI every libsepol since 2.x keeps.
@@ -84,40 +107,9 @@ fn load() -> Result<Loaded, String> {
             Ok(address)
         }
     };
-    macro_rules! resolve {
-        ($($name:ident),* $(,)?) => {
-            Api {
-                $(
-                    // SAFETY: the symbol is the libsepol function of that
-                    // name, whose C prototype the field's type spells.
-                    $name: unsafe { std::mem::transmute::<*mut c_void, _>(symbol(stringify!($name))?) },
-                )*
-            }
-        };
-    }
-    let api = resolve!(
-        cil_db_init,
-        cil_add_file,
-        cil_compile,
-        cil_build_policydb,
-        cil_filecons_to_string,
-        cil_set_disable_dontaudit,
-        cil_set_disable_neverallow,
-        cil_set_preserve_tunables,
-        cil_set_handle_unknown,
-        cil_set_mls,
-        cil_set_target_platform,
-        cil_set_policy_version,
-        cil_set_log_level,
-        cil_set_log_handler,
-        sepol_policydb_optimize,
-        sepol_policy_file_create,
-        sepol_policy_file_set_fp,
-        sepol_policydb_write,
-        sepol_policy_file_free,
-        sepol_policydb_free,
-    );
-    let path = path_of(api.cil_compile as *const c_void).unwrap_or_else(|| PathBuf::from("libsepol.so.2"));
+    let api = resolve(symbol)?;
+    let path =
+        path_of(api.cil_compile as *const c_void).unwrap_or_else(|| PathBuf::from("libsepol.so.2"));
     Ok(Loaded { api, path })
 }
 
@@ -128,7 +120,9 @@ fn dlerror() -> String {
         "unknown error".to_owned()
     } else {
         // SAFETY: non-null, NUL-terminated, read before any other dl call.
-        unsafe { CStr::from_ptr(message) }.to_string_lossy().into_owned()
+        unsafe { CStr::from_ptr(message) }
+            .to_string_lossy()
+            .into_owned()
     }
 }
 
@@ -142,7 +136,9 @@ fn path_of(function: *const c_void) -> Option<PathBuf> {
     }
     // SAFETY: dli_fname is a NUL-terminated path owned by the loader.
     let name = unsafe { CStr::from_ptr(info.dli_fname) };
-    Some(PathBuf::from(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(name.to_bytes())))
+    Some(PathBuf::from(
+        <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(name.to_bytes()),
+    ))
 }
 
 /// What libsepol logged since the last [`take_log`]: what secilc prints.
@@ -161,7 +157,9 @@ extern "C" fn log_handler(_level: c_int, message: *const c_char) {
 
 /// Everything logged so far, emptied.
 pub(crate) fn take_log() -> String {
-    LOG.lock().map(|mut log| std::mem::take(&mut *log)).unwrap_or_default()
+    LOG.lock()
+        .map(|mut log| std::mem::take(&mut *log))
+        .unwrap_or_default()
 }
 
 /// A copy of everything logged so far.
@@ -238,7 +236,9 @@ impl Db {
             return false;
         };
         // SAFETY: a live database; libsepol copies what it keeps of both.
-        unsafe { (self.api.cil_add_file)(self.db, c_name.as_ptr(), data.as_ptr().cast(), data.len()) == 0 }
+        unsafe {
+            (self.api.cil_add_file)(self.db, c_name.as_ptr(), data.as_ptr().cast(), data.len()) == 0
+        }
     }
 
     /// Builds the AST and resolves it (most of a compilation's work).
@@ -297,7 +297,11 @@ impl Policy {
         // SAFETY: fopen of a NUL-terminated path with a constant mode.
         let file = unsafe { libc::fopen(c_path.as_ptr(), c"w".as_ptr()) };
         if file.is_null() {
-            return Err(format!("cannot create {}: {}", path.display(), std::io::Error::last_os_error()));
+            return Err(format!(
+                "cannot create {}: {}",
+                path.display(),
+                std::io::Error::last_os_error()
+            ));
         }
         let mut policy_file = std::ptr::null_mut();
         // SAFETY: the loaded library's policy-file helpers on a live FILE.
@@ -314,7 +318,10 @@ impl Policy {
         if written && closed {
             Ok(())
         } else {
-            Err(format!("cannot write the binary policy to {}", path.display()))
+            Err(format!(
+                "cannot write the binary policy to {}",
+                path.display()
+            ))
         }
     }
 }

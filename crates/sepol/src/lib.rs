@@ -19,8 +19,8 @@
 //! a single-threaded process, and a build is not one. libsepol is loaded
 //! with `dlopen` ([`library`]): a binary that only relabels does not need it.
 
+mod ffi;
 mod serve;
-mod sys;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -36,7 +36,7 @@ pub const SUBCOMMAND: &str = "__compile-cil";
 /// Where libsepol is loaded from (`libsepol.so.2`, as the dynamic loader
 /// finds it), or why it cannot be.
 pub fn library() -> Result<PathBuf, String> {
-    sys::library()
+    ffi::library()
 }
 
 /// How the binary is built: secilc's options, as libsemanage sets them
@@ -120,8 +120,12 @@ pub struct Build {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "result", rename_all = "kebab-case")]
 pub enum Outcome {
-    Written { output: String },
-    Refused { output: String },
+    Written {
+        output: String,
+    },
+    Refused {
+        output: String,
+    },
     /// Not needed: the first build was accepted.
     Skipped,
 }
