@@ -306,6 +306,57 @@ mod tests {
             .contains("allow init_t "));
     }
 
+    /// The session reads the allow rules without walking the name-based
+    /// type transitions (it stops at the first, and takes the conditional
+    /// rules from the conditionals): on a policy with both, after
+    /// unconditional rules, it answers `sesearch -A` as the command does.
+    #[test]
+    fn the_session_reads_allow_rules_around_name_based_transitions() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("p.cil");
+        std::fs::write(
+            &input,
+            "(class file (read write))\n(classorder (file))\n(class process (transition))\n\
+             (classorder (unordered process))\n(sid kernel)\n(sidorder (kernel))\n\
+             (user u)\n(role r)\n(type a_t)\n(type b_t)\n(type c_t)\n(userrole u r)\n\
+             (roletype r a_t)\n(sensitivity s0)\n(sensitivityorder (s0))\n(category c0)\n\
+             (categoryorder (c0))\n(sensitivitycategory s0 (c0))\n(userlevel u (s0))\n\
+             (userrange u ((s0) (s0)))\n(sidcontext kernel (u r a_t ((s0) (s0))))\n\
+             (allow a_t b_t (file (read)))\n(allow b_t c_t (file (write)))\n\
+             (typetransition a_t b_t file \"one\" c_t)\n(typetransition a_t c_t file \"two\" b_t)\n\
+             (boolean on true)\n(boolean off false)\n\
+             (booleanif on (true (allow a_t c_t (file (write)))))\n\
+             (booleanif off (true (allow c_t a_t (file (read)))) (false (allow c_t b_t (file (read)))))\n",
+        )
+        .unwrap();
+        let policy = dir.path().join("policy.33");
+        let compiled = crate::secilc::run(&crate::secilc::Invocation {
+            secilc: &crate::secilc::locate(None).unwrap(),
+            inputs: vec![input],
+            policy_out: &policy,
+            file_contexts_out: &dir.path().join("file_contexts"),
+            disable_neverallow: false,
+            flags: crate::secilc::standalone_flags(),
+        })
+        .unwrap();
+        assert!(compiled.success, "{}", compiled.output);
+        let command = run_command("sesearch", &["-A"], &policy).unwrap();
+        // Control: the policy has what the shortcut steps around.
+        assert_eq!(command.lines().count(), 5, "{command}");
+        assert_eq!(command.matches("]:").count(), 3, "{command}");
+        let transitions = run_command("sesearch", &["-T"], &policy).unwrap();
+        let named = |name: &str| {
+            transitions
+                .lines()
+                .any(|l| l.ends_with(&format!(" {name};")))
+        };
+        assert!(named("one") && named("two"), "{transitions}");
+        let Answer::Out(answered) = session_query("sesearch", &["-A"], &policy) else {
+            panic!("the session did not answer");
+        };
+        assert_eq!(answered, command);
+    }
+
     #[test]
     fn reads_conditional_allow_lines() {
         let lines = allow_lines(

@@ -105,6 +105,11 @@ pub struct Request {
     /// later yields the processor to the work a build waits for.
     #[serde(default)]
     pub background: bool,
+    /// Parses only the first N inputs at once, then waits for
+    /// [`Started::finish`] before reading the others: the caller starts the
+    /// helper while it still writes a later input.
+    #[serde(default)]
+    pub parse_first: Option<usize>,
 }
 
 /// One binary policy and its file contexts.
@@ -164,6 +169,12 @@ impl Helper {
 
     /// Runs `request`: one outcome per build, in order.
     pub fn compile(&self, request: &Request) -> Result<Vec<Outcome>, CilError> {
+        self.start(request)?.finish()
+    }
+
+    /// Starts `request`; [`Started::finish`] lets it go on past
+    /// [`Request::parse_first`] and waits for its outcomes.
+    pub fn start(&self, request: &Request) -> Result<Started, CilError> {
         let spawn = |source| CilError::Spawn {
             program: self.program.clone(),
             source,
@@ -175,10 +186,45 @@ impl Helper {
             .stderr(Stdio::piped())
             .spawn()
             .map_err(spawn)?;
-        let text = serde_json::to_vec(request).map_err(|e| spawn(e.into()))?;
-        if let Some(mut stdin) = child.stdin.take() {
-            stdin.write_all(&text).map_err(spawn)?;
+        let mut started = Started {
+            program: self.program.clone(),
+            builds: request.builds.len(),
+            stdin: child.stdin.take(),
+            child: Some(child),
+        };
+        let mut line = serde_json::to_vec(request).map_err(|e| spawn(e.into()))?;
+        line.push(b'\n');
+        if let Some(stdin) = &mut started.stdin {
+            stdin.write_all(&line).map_err(spawn)?;
+            stdin.flush().map_err(spawn)?;
         }
+        Ok(started)
+    }
+}
+
+/// A running helper. Dropped without [`Started::finish`], it is stopped.
+#[derive(Debug)]
+pub struct Started {
+    program: PathBuf,
+    builds: usize,
+    stdin: Option<std::process::ChildStdin>,
+    child: Option<std::process::Child>,
+}
+
+impl Started {
+    /// Lets the helper read the rest of its inputs, and waits for one
+    /// outcome per build, in order.
+    pub fn finish(mut self) -> Result<Vec<Outcome>, CilError> {
+        let spawn = |source| CilError::Spawn {
+            program: self.program.clone(),
+            source,
+        };
+        if let Some(mut stdin) = self.stdin.take() {
+            stdin.write_all(GO).map_err(spawn)?;
+        }
+        let Some(child) = self.child.take() else {
+            return Err(spawn(std::io::ErrorKind::NotFound.into()));
+        };
         let output = child.wait_with_output().map_err(spawn)?;
         let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
         let failed = |stderr: String| CilError::Failed {
@@ -191,11 +237,11 @@ impl Helper {
         }
         let mut outcomes: Vec<Outcome> = serde_json::from_slice(&output.stdout)
             .map_err(|e| failed(format!("unreadable answer ({e}); {stderr}")))?;
-        if outcomes.len() != request.builds.len() {
+        if outcomes.len() != self.builds {
             return Err(failed(format!(
                 "{} outcomes for {} builds; {stderr}",
                 outcomes.len(),
-                request.builds.len()
+                self.builds
             )));
         }
         // libsepol's own messages (not CIL's) go to the helper's stderr.
@@ -209,3 +255,16 @@ impl Helper {
         Ok(outcomes)
     }
 }
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            // Unfinished: the build that started it gave up.
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// The line that lets a helper go on past [`Request::parse_first`].
+const GO: &[u8] = b"go\n";

@@ -1,7 +1,7 @@
 //! The helper process's side: one [`Request`] on stdin, its outcomes as
 //! JSON on stdout.
 
-use std::io::{Read, Write};
+use std::io::{BufRead, Read, Write};
 
 use crate::ffi::{self, Db};
 use crate::{Build, Flags, Outcome, Request};
@@ -9,11 +9,12 @@ use crate::{Build, Flags, Outcome, Request};
 /// Serves one request from stdin. Returns the process's exit code: 0 when
 /// every outcome was written to stdout (refusals included).
 pub fn serve() -> i32 {
-    let mut text = Vec::new();
-    let request: Request = match std::io::stdin()
-        .read_to_end(&mut text)
+    let mut stdin = std::io::stdin().lock();
+    let mut line = String::new();
+    let request: Request = match stdin
+        .read_line(&mut line)
         .map_err(|e| e.to_string())
-        .and_then(|_| serde_json::from_slice(&text).map_err(|e| e.to_string()))
+        .and_then(|_| serde_json::from_str(&line).map_err(|e| e.to_string()))
     {
         Ok(request) => request,
         Err(error) => {
@@ -21,7 +22,11 @@ pub fn serve() -> i32 {
             return 2;
         }
     };
-    match run(&request) {
+    let mut go = || {
+        let mut line = String::new();
+        stdin.read_line(&mut line).is_ok() && line.as_bytes() == crate::GO
+    };
+    match run(&request, &mut go) {
         Ok(outcomes) => {
             let mut stdout = std::io::stdout().lock();
             match serde_json::to_writer(&mut stdout, &outcomes) {
@@ -39,7 +44,9 @@ pub fn serve() -> i32 {
     }
 }
 
-fn run(request: &Request) -> Result<Vec<Outcome>, String> {
+/// `go` waits for the caller to let the helper read past
+/// [`Request::parse_first`]; `false`: it gave up, and nothing is built.
+fn run(request: &Request, go: &mut dyn FnMut() -> bool) -> Result<Vec<Outcome>, String> {
     let Some((first, others)) = request.builds.split_first() else {
         return Ok(Vec::new());
     };
@@ -47,7 +54,7 @@ fn run(request: &Request) -> Result<Vec<Outcome>, String> {
         ffi::lower_priority();
     }
     let mut db = Db::new()?;
-    if let Some(refused) = prepare(&mut db, &request.flags, request) {
+    if let Some(refused) = prepare(&mut db, &request.flags, request, go)? {
         return Ok(vec![
             Outcome::Refused { output: refused };
             request.builds.len()
@@ -101,8 +108,13 @@ fn run(request: &Request) -> Result<Vec<Outcome>, String> {
 }
 
 /// Settings, parsing and resolution, as secilc does them; `Some(output)`
-/// when libsepol refused the inputs.
-fn prepare(db: &mut Db, flags: &Flags, request: &Request) -> Option<String> {
+/// when libsepol refused the inputs; an error when the caller gave up.
+fn prepare(
+    db: &mut Db,
+    flags: &Flags,
+    request: &Request,
+    go: &mut dyn FnMut() -> bool,
+) -> Result<Option<String>, String> {
     db.set_disable_dontaudit(flags.disable_dontaudit);
     db.set_preserve_tunables(flags.preserve_tunables);
     if let Some(handle) = &flags.handle_unknown {
@@ -110,10 +122,10 @@ fn prepare(db: &mut Db, flags: &Flags, request: &Request) -> Option<String> {
             "deny" => 0,
             "reject" => 2,
             "allow" => 4,
-            other => return Some(format!("unknown handle-unknown value: {other}\n")),
+            other => return Ok(Some(format!("unknown handle-unknown value: {other}\n"))),
         };
         if !db.set_handle_unknown(value) {
-            return Some(ffi::take_log());
+            return Ok(Some(ffi::take_log()));
         }
     }
     db.set_mls(match flags.mls {
@@ -123,19 +135,22 @@ fn prepare(db: &mut Db, flags: &Flags, request: &Request) -> Option<String> {
     match flags.target_platform.as_deref() {
         None | Some("selinux") => db.set_target_platform(0),
         Some("xen") => db.set_target_platform(1),
-        Some(other) => return Some(format!("Unknown target: {other}\n")),
+        Some(other) => return Ok(Some(format!("Unknown target: {other}\n"))),
     }
     if let Some(version) = flags.policy_version {
         db.set_policy_version(version as i32);
     }
-    for input in &request.inputs {
+    for (index, input) in request.inputs.iter().enumerate() {
+        if request.parse_first == Some(index) && !go() {
+            return Err("the caller gave up before the last inputs".to_owned());
+        }
         let data = match std::fs::read(input) {
             Ok(data) => data,
             Err(error) => {
-                return Some(format!(
+                return Ok(Some(format!(
                     "Could not open file: {}: {error}\n",
                     input.display()
-                ))
+                )));
             }
         };
         // secilc skips an empty file.
@@ -144,13 +159,16 @@ fn prepare(db: &mut Db, flags: &Flags, request: &Request) -> Option<String> {
         }
         let name = input.to_string_lossy();
         if !db.add_file(&name, &data) {
-            return Some(format!("{}Failure adding {name}\n", ffi::take_log()));
+            return Ok(Some(format!("{}Failure adding {name}\n", ffi::take_log())));
         }
     }
     if !db.compile() {
-        return Some(format!("{}Failed to compile cildb\n", ffi::take_log()));
+        return Ok(Some(format!(
+            "{}Failed to compile cildb\n",
+            ffi::take_log()
+        )));
     }
-    None
+    Ok(None)
 }
 
 /// One binary from the resolved database.

@@ -103,6 +103,7 @@ impl Compiler {
                         }],
                         first_suffices: false,
                         background: false,
+                        parse_first: None,
                     };
                     let outcome = helper.compile(&request)?.remove(0);
                     Ok::<_, StoreError>(match outcome {
@@ -279,6 +280,7 @@ pub(crate) fn compile_at(
                 builds: vec![target.build(!disable_neverallow)],
                 first_suffices: false,
                 background: priority == Priority::Background,
+                parse_first: None,
             };
             match helper.compile(&request)?.remove(0) {
                 sepol::Outcome::Written { .. } => Ok(()),
@@ -308,6 +310,7 @@ pub(crate) fn compile_both(
     inputs: &[Input],
     checked_dir: &Path,
     as_store_dir: &Path,
+    early: Option<Early>,
 ) -> Result<Both, StoreError> {
     let Compiler::Libsepol { helper, .. } = compiler else {
         let (checked, as_store) = std::thread::scope(|scope| {
@@ -343,17 +346,17 @@ pub(crate) fn compile_both(
     };
     let checked_target = Target::new(checked_dir)?;
     let as_store_target = Target::new(as_store_dir)?;
-    let request = sepol::Request {
-        flags: flags(settings),
-        inputs: in_order(inputs),
-        builds: vec![
-            checked_target.build(true),
-            as_store_target.build(settings.expand_check),
-        ],
-        first_suffices: true,
-        background: false,
+    let outcomes = match early {
+        Some(early) => early.started.finish()?,
+        None => helper.compile(&both_request(
+            settings,
+            inputs,
+            &checked_target,
+            &as_store_target,
+            None,
+        ))?,
     };
-    let mut outcomes = helper.compile(&request)?.into_iter();
+    let mut outcomes = outcomes.into_iter();
     let (Some(checked), Some(as_store)) = (outcomes.next(), outcomes.next()) else {
         return Err(StoreError::Stopped("the compilation of store + module"));
     };
@@ -370,6 +373,55 @@ pub(crate) fn compile_both(
         outcome => Some(finish(as_store_target, outcome)?),
     };
     Ok(Both { checked, as_store })
+}
+
+/// [`compile_both`]'s request to libsepol.
+fn both_request(
+    settings: &Settings,
+    inputs: &[Input],
+    checked: &Target,
+    as_store: &Target,
+    parse_first: Option<usize>,
+) -> sepol::Request {
+    sepol::Request {
+        flags: flags(settings),
+        inputs: in_order(inputs),
+        builds: vec![checked.build(true), as_store.build(settings.expand_check)],
+        first_suffices: true,
+        background: false,
+        parse_first,
+    }
+}
+
+/// [`compile_both`] started before `pending`, one of `inputs`, is written
+/// (libsepol only): the inputs that sort before it are parsed meanwhile.
+pub(crate) struct Early {
+    started: sepol::Started,
+}
+
+pub(crate) fn start_both(
+    compiler: &Compiler,
+    settings: &Settings,
+    inputs: &[Input],
+    pending: &Path,
+    checked_dir: &Path,
+    as_store_dir: &Path,
+) -> Result<Option<Early>, StoreError> {
+    let Compiler::Libsepol { helper, .. } = compiler else {
+        return Ok(None);
+    };
+    let ordered = in_order(inputs);
+    let parse_first = ordered.iter().position(|path| path == pending);
+    let request = both_request(
+        settings,
+        inputs,
+        &Target::new(checked_dir)?,
+        &Target::new(as_store_dir)?,
+        parse_first,
+    );
+    Ok(Some(Early {
+        started: helper.start(&request)?,
+    }))
 }
 
 /// Where one compilation writes: secilc's two files, then `file_contexts`

@@ -763,22 +763,25 @@ pub fn build(
 ) -> Result<ModuleBuild, ModuleError> {
     let layout = &parsed.layout;
     refuse_classes_the_store_refuses(baseline.family(), layout)?;
+    let early = start_compiling(baseline, parsed, options)?;
     let decisions = decide(baseline, parsed, options)?;
     let module_cil = render(baseline, parsed, &decisions)?;
     tracing::debug!("module rendered");
-    let compiled = compile_and_prove(baseline, parsed, &module_cil, options)?;
+    let compiled = compile_and_prove(baseline, parsed, &module_cil, options, early)?;
     tracing::debug!("store + module compiled");
     // Two independent readers of the predicted outputs, side by side.
     let (proven, read_back) = std::thread::scope(|scope| {
-        let proven = scope
-            .spawn(|| prove_file_contexts(baseline, &decisions.resolution, &compiled.predicted));
+        let proven = scope.spawn(|| {
+            let proven = prove_file_contexts(baseline, &decisions.resolution, &compiled.predicted);
+            tracing::debug!("file contexts proven");
+            proven
+        });
         let read_back = read_back(baseline, parsed, &decisions, &compiled);
+        tracing::debug!("predicted policy read back");
         (proven.join(), read_back)
     });
     proven.map_err(|_| StoreError::Stopped("the proof of the file contexts"))??;
-    tracing::debug!("file contexts proven");
     let read_back = read_back?;
-    tracing::debug!("predicted policy read back");
     let report = ModuleReport {
         module: layout.module.clone(),
         layout: parsed.source.name.clone(),
@@ -1113,16 +1116,26 @@ fn compile_and_prove(
     parsed: &Parsed,
     module_cil: &str,
     options: &ModuleOptions,
+    early: Option<compile::Early>,
 ) -> Result<CompiledModule, ModuleError> {
     let work = baseline.work_dir().join("predicted");
-    let (inputs, module_path) = with_module(baseline, parsed, module_cil, options, &work)?;
+    let (inputs, module_path) = with_module(baseline, parsed, options, &work)?;
+    fs::write(&module_path, module_cil).map_err(|e| StoreError::io(&module_path, e))?;
     if baseline.store.settings.expand_check {
         return compile_checking_as_store(baseline, parsed, &inputs, &module_path, &work);
     }
     // libsepol resolves store + module once for both builds: nothing to
     // void, cold or warm.
     if let Compiler::Libsepol { .. } = baseline.compiler {
-        return compile_cold(baseline, parsed, &inputs, &module_path, options, &work);
+        return compile_cold(
+            baseline,
+            parsed,
+            &inputs,
+            &module_path,
+            options,
+            &work,
+            early,
+        );
     }
     match baseline.earlier_violations() {
         Some(known) => compile_with_store_violations_voided(
@@ -1133,7 +1146,15 @@ fn compile_and_prove(
             &work,
             known,
         ),
-        None => compile_cold(baseline, parsed, &inputs, &module_path, options, &work),
+        None => compile_cold(
+            baseline,
+            parsed,
+            &inputs,
+            &module_path,
+            options,
+            &work,
+            None,
+        ),
     }
 }
 
@@ -1152,6 +1173,7 @@ fn compile_cold(
     module_path: &Path,
     options: &ModuleOptions,
     work: &Path,
+    early: Option<compile::Early>,
 ) -> Result<CompiledModule, ModuleError> {
     let (not_run, both) = beside_probe(baseline, work, || {
         compile::compile_both(
@@ -1160,6 +1182,7 @@ fn compile_cold(
             inputs,
             &work.join("out"),
             &work.join("as-store"),
+            early,
         )
     })?;
     let compile::Both { checked, as_store } = both?;
@@ -1205,19 +1228,17 @@ fn compile_cold(
     ))
 }
 
-/// The store's modules, the layout's module (written into `work`) and the
-/// includes; and where the module was written.
+/// The store's modules, the layout's module (to be written into `work`)
+/// and the includes; and where the module goes.
 fn with_module(
     baseline: &Baseline,
     parsed: &Parsed,
-    module_cil: &str,
     options: &ModuleOptions,
     work: &Path,
 ) -> Result<(Vec<Input>, PathBuf), ModuleError> {
     let layout = &parsed.layout;
     fs::create_dir_all(work).map_err(|e| StoreError::io(work, e))?;
     let module_path = work.join(format!("{}.cil", layout.module));
-    fs::write(&module_path, module_cil).map_err(|e| StoreError::io(&module_path, e))?;
     let mut inputs = baseline.inputs.clone();
     inputs.push(Input {
         name: layout.module.clone(),
@@ -1238,6 +1259,29 @@ fn with_module(
         });
     }
     Ok((inputs, module_path))
+}
+
+/// Starts compiling store + module before the module is decided, where
+/// the build will compile it with libsepol in one go (`expand-check=0`):
+/// the store's modules that sort before it are parsed meanwhile.
+fn start_compiling(
+    baseline: &Baseline,
+    parsed: &Parsed,
+    options: &ModuleOptions,
+) -> Result<Option<compile::Early>, ModuleError> {
+    if baseline.store.settings.expand_check {
+        return Ok(None);
+    }
+    let work = baseline.work_dir().join("predicted");
+    let (inputs, module_path) = with_module(baseline, parsed, options, &work)?;
+    Ok(compile::start_both(
+        &baseline.compiler,
+        &baseline.store.settings,
+        &inputs,
+        &module_path,
+        &work.join("out"),
+        &work.join("as-store"),
+    )?)
 }
 
 /// Runs `compile` with the secilc probe beside it: whether this secilc
@@ -1474,6 +1518,7 @@ fn read_back(
 ) -> Result<ReadBack, ModuleError> {
     let new_types = read_back_types(parsed, decisions);
     let predicted = read_predicted(&compiled.predicted.policy, &new_types)?;
+    tracing::debug!("predicted policy read");
     let reaches = reach::reach(
         &ReachInputs {
             rules: &predicted.rules,
@@ -1484,6 +1529,7 @@ fn read_back(
         },
         &protected_types(parsed, &decisions.domain_types),
     );
+    tracing::debug!("reaches found");
     confirm_tolerated(parsed, &compiled.tolerated, &reaches)?;
     let losses = carry::losses(
         &LossInputs {
