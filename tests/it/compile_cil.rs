@@ -120,6 +120,7 @@ fn one_resolution_gives_the_refusal_and_the_binary_secilc_gives() {
             builds: builds.clone(),
             first_suffices: true,
             background: false,
+            parse_first: None,
         })
         .unwrap();
     let sepol::Outcome::Refused { output } = &outcomes[0] else {
@@ -161,6 +162,7 @@ fn an_accepted_checked_build_is_the_binary_and_the_other_is_skipped() {
         builds: builds.clone(),
         first_suffices,
         background: false,
+        parse_first: None,
     };
     let outcomes = helper().compile(&request(true)).unwrap();
     assert!(
@@ -240,6 +242,7 @@ fn refusals_before_the_builds_name_the_input() {
                 builds: builds.clone(),
                 first_suffices: false,
                 background: false,
+                parse_first: None,
             })
             .unwrap();
         for outcome in &outcomes {
@@ -261,6 +264,7 @@ fn refusals_before_the_builds_name_the_input() {
             first_suffices: false,
             // At a lower priority, the same answer.
             background: true,
+            parse_first: None,
         })
         .unwrap();
     assert!(
@@ -284,4 +288,41 @@ fn refusals_before_the_builds_name_the_input() {
         stderr(&output)
     );
     assert!(output.stdout.is_empty());
+}
+
+/// Started before its last input is written, the helper parses the
+/// others, waits, then reads it: the same bytes as secilc's of the whole.
+/// Control: dropped unfinished, the helper is stopped and builds nothing.
+#[test]
+fn a_helper_started_early_reads_the_last_input_when_let_go() {
+    let dir = tempfile::tempdir().unwrap();
+    let (first, last) = (dir.path().join("a.cil"), dir.path().join("b.cil"));
+    let (policy, rule) = POLICY.rsplit_once("(allow t_t t_t").unwrap();
+    fs::write(&first, policy).unwrap();
+    let builds = vec![build(dir.path(), "early", true)];
+    let request = sepol::Request {
+        flags: flags(),
+        inputs: vec![first.clone(), last.clone()],
+        builds: builds.clone(),
+        first_suffices: false,
+        background: false,
+        parse_first: Some(1),
+    };
+    let started = helper().start(&request).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    fs::write(&last, format!("(allow t_t t_t{rule}")).unwrap();
+    let outcomes = started.finish().unwrap();
+    assert!(
+        matches!(outcomes[0], sepol::Outcome::Written { .. }),
+        "{outcomes:?}"
+    );
+    assert_eq!(
+        written(&builds[0]),
+        secilc(dir.path(), &[first.clone(), last.clone()], true).unwrap()
+    );
+
+    fs::remove_file(&builds[0].policy_out).unwrap();
+    let started = helper().start(&request).unwrap();
+    drop(started);
+    assert!(!builds[0].policy_out.exists());
 }
