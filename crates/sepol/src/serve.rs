@@ -67,9 +67,13 @@ fn run(request: &Request, go: &mut dyn FnMut() -> bool) -> Result<Vec<Outcome>, 
         match ffi::fork() {
             Some(0) => {
                 drop(reader);
-                let outcome = build_one(&mut db, &request.flags, build);
-                let written = serde_json::to_writer(&mut writer, &outcome).is_ok();
-                ffi::exit_child(if written { 0 } else { 1 });
+                // The child never returns into the parent's code (a panic
+                // unwinding into `serve` would answer as the parent).
+                let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    let outcome = build_one(&mut db, &request.flags, build);
+                    serde_json::to_writer(&mut writer, &outcome).is_ok()
+                }));
+                ffi::exit_child(if matches!(built, Ok(true)) { 0 } else { 1 });
             }
             Some(pid) => {
                 drop(writer);

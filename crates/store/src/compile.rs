@@ -261,7 +261,7 @@ pub(crate) fn compile_at(
 ) -> Result<Result<Compiled, Refused>, StoreError> {
     let target = Target::new(out_dir)?;
     let disable_neverallow = neverallows == Neverallows::AsStore && !settings.expand_check;
-    let outcome = match compiler {
+    match compiler {
         Compiler::Secilc(path) => {
             let outcome = secilc::run(&Invocation {
                 secilc: path,
@@ -271,7 +271,13 @@ pub(crate) fn compile_at(
                 disable_neverallow,
                 flags: flags(settings),
             })?;
-            outcome.success.then_some(()).ok_or(outcome.output)
+            if outcome.success {
+                target.finish().map(Ok)
+            } else {
+                Ok(Err(Refused {
+                    output: outcome.output,
+                }))
+            }
         }
         Compiler::Libsepol { helper, .. } => {
             let request = sepol::Request {
@@ -282,16 +288,9 @@ pub(crate) fn compile_at(
                 background: priority == Priority::Background,
                 parse_first: None,
             };
-            match helper.compile(&request)?.remove(0) {
-                sepol::Outcome::Written { .. } => Ok(()),
-                sepol::Outcome::Refused { output } => Err(output),
-                sepol::Outcome::Skipped => Err(String::new()),
-            }
+            let outcome = helper.compile(&request)?.remove(0);
+            target.outcome(outcome)
         }
-    };
-    match outcome {
-        Ok(()) => target.finish().map(Ok),
-        Err(output) => Ok(Err(Refused { output })),
     }
 }
 
@@ -360,17 +359,10 @@ pub(crate) fn compile_both(
     let (Some(checked), Some(as_store)) = (outcomes.next(), outcomes.next()) else {
         return Err(StoreError::Stopped("the compilation of store + module"));
     };
-    let finish = |target: Target, outcome: sepol::Outcome| match outcome {
-        sepol::Outcome::Written { .. } => target.finish().map(Ok),
-        sepol::Outcome::Refused { output } => Ok(Err(Refused { output })),
-        sepol::Outcome::Skipped => Ok(Err(Refused {
-            output: String::new(),
-        })),
-    };
-    let checked = finish(checked_target, checked)?;
+    let checked = checked_target.outcome(checked)?;
     let as_store = match as_store {
         sepol::Outcome::Skipped => None,
-        outcome => Some(finish(as_store_target, outcome)?),
+        outcome => Some(as_store_target.outcome(outcome)?),
     };
     Ok(Both { checked, as_store })
 }
@@ -447,6 +439,17 @@ impl Target {
             policy_out: self.policy.clone(),
             file_contexts_out: self.all_contexts.clone(),
             check_neverallows,
+        }
+    }
+
+    /// What libsepol's build into this target came to.
+    fn outcome(self, outcome: sepol::Outcome) -> Result<Result<Compiled, Refused>, StoreError> {
+        match outcome {
+            sepol::Outcome::Written { .. } => self.finish().map(Ok),
+            sepol::Outcome::Refused { output } => Ok(Err(Refused { output })),
+            sepol::Outcome::Skipped => Ok(Err(Refused {
+                output: "not built: another build sufficed".to_owned(),
+            })),
         }
     }
 

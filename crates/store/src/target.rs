@@ -9,7 +9,7 @@
 //! 2. [`build`] decides (domain mapping, workload set, `filecon` lines
 //!    that win, store access carried over to re-typed paths), renders the
 //!    module, compiles store + module as the store would and proves every
-//!    neverallow with a secilc shown to enforce them, proves the merged
+//!    neverallow with a compiler shown to enforce them, proves the merged
 //!    file contexts with the lookup engine, and reads the predicted binary
 //!    back: who else reaches each protected type, and which store domains
 //!    lost access to a re-typed path.
@@ -1073,7 +1073,7 @@ fn host_grants(profile: &Profile) -> HostGrants {
 struct CompiledModule {
     predicted: Compiled,
     proof: Proof,
-    /// The layout's neverallows secilc found broken, tolerated for now
+    /// The layout's neverallows the compiler found broken, tolerated for now
     /// (`booleanGrants: byDefault`): the read-back decides.
     tolerated: Vec<FailedNeverallow>,
 }
@@ -1109,7 +1109,7 @@ impl CompiledModule {
 }
 
 /// Step 3: store + module (+ includes) compiled as the store compiles it
-/// (the prediction), every neverallow checked (the proof, by a secilc the
+/// (the prediction), every neverallow checked (the proof, by a compiler the
 /// probe showed to enforce them), side by side.
 fn compile_and_prove(
     baseline: &Baseline,
@@ -1124,20 +1124,13 @@ fn compile_and_prove(
     if baseline.store.settings.expand_check {
         return compile_checking_as_store(baseline, parsed, &inputs, &module_path, &work);
     }
-    // libsepol resolves store + module once for both builds: nothing to
-    // void, cold or warm.
-    if let Compiler::Libsepol { .. } = baseline.compiler {
-        return compile_cold(
-            baseline,
-            parsed,
-            &inputs,
-            &module_path,
-            options,
-            &work,
-            early,
-        );
-    }
-    match baseline.earlier_violations() {
+    let known = match baseline.compiler {
+        // libsepol resolves store + module once for both builds: nothing
+        // to void, cold or warm.
+        Compiler::Libsepol { .. } => None,
+        Compiler::Secilc(_) => baseline.earlier_violations(),
+    };
+    match known {
         Some(known) => compile_with_store_violations_voided(
             baseline,
             parsed,
@@ -1146,27 +1139,26 @@ fn compile_and_prove(
             &work,
             known,
         ),
-        None => compile_cold(
+        None => compile_both_ways(
             baseline,
             parsed,
             &inputs,
             &module_path,
             options,
             &work,
-            None,
+            early,
         ),
     }
 }
 
-/// `expand-check=0`, a store not verified before: store + module compiled
-/// twice at once, beside the store alone (compiled in the background for
-/// the verification) — with every neverallow checked and nothing voided
-/// (the proof: secilc lists every neverallow it finds broken with the
-/// rules that break it, so the store's own are told from the layout's and
-/// from those only the new files break), and as the store compiles it (the
-/// binary, when the checked compilation is refused; otherwise both are
-/// the same bytes).
-fn compile_cold(
+/// `expand-check=0` (with libsepol always, with secilc on a store not
+/// verified before): store + module built twice at once — with every
+/// neverallow checked and nothing voided (the proof: the compiler lists
+/// every neverallow it finds broken with the rules that break it, so the
+/// store's own are told from the layout's and from those only the new
+/// files break), and as the store compiles it (the binary, when the
+/// checked build is refused; otherwise both are the same bytes).
+fn compile_both_ways(
     baseline: &Baseline,
     parsed: &Parsed,
     inputs: &[Input],
@@ -1284,7 +1276,7 @@ fn start_compiling(
     )?)
 }
 
-/// Runs `compile` with the secilc probe beside it: whether this secilc
+/// Runs `compile` with the probe beside it: whether this compiler
 /// enforces neverallows at all (`Some(why)` when the proof cannot run).
 fn beside_probe<T: Send>(
     baseline: &Baseline,
@@ -1452,7 +1444,7 @@ fn all_store_violations(
     all
 }
 
-/// secilc refused store + module on a store with `expand-check` on.
+/// The compiler refused store + module on a store with `expand-check` on.
 fn refused_with_expand_check(
     baseline: &Baseline,
     parsed: &Parsed,
@@ -1762,7 +1754,7 @@ fn store_note(path: &PathReport) -> Option<String> {
     })
 }
 
-/// secilc refused store + module, or broke the layout's neverallows:
+/// The compiler refused store + module, or broke the layout's neverallows:
 /// each points at the manifest line that declared its protection.
 fn rejected(parsed: &Parsed, failed: &[FailedNeverallow], output: &str) -> ModuleError {
     let workload = format!("{}_workload", parsed.layout.module);
@@ -1808,7 +1800,7 @@ fn rejected(parsed: &Parsed, failed: &[FailedNeverallow], output: &str) -> Modul
     }
 }
 
-/// Whether every rule secilc lists against `broken` sits in a `booleanif`.
+/// Whether every rule the compiler lists against `broken` sits in a `booleanif`.
 fn only_conditional(output: &str, broken: &FailedNeverallow) -> bool {
     let marker = "neverallow check failed at ";
     let Some(start) = output.find(&format!("{marker}{}", broken.at)) else {
