@@ -367,11 +367,16 @@ pub(crate) fn wait(pid: libc::pid_t) -> Result<c_int, c_int> {
     }
 }
 
-/// Lowers this process's CPU priority to nice 10.
+/// Lowers this process's CPU priority: idle scheduling, else nice 10.
 pub(crate) fn lower_priority() {
-    // SAFETY: changes only this process's own niceness.
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: changes only this process's own scheduling: SCHED_IDLE runs
+    // it on a processor nothing else wants (the build's own work first);
+    // where that is refused, nice 10.
     unsafe {
-        libc::setpriority(libc::PRIO_PROCESS, 0, 10);
+        if libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) != 0 {
+            libc::setpriority(libc::PRIO_PROCESS, 0, 10);
+        }
     }
 }
 

@@ -101,8 +101,9 @@ pub struct Request {
     /// would write the same bytes): they are stopped when it is accepted,
     /// and reported [`Outcome::Skipped`].
     pub first_suffices: bool,
-    /// Runs at a lower CPU priority (nice 10): work whose result is wanted
-    /// later yields the processor to the work a build waits for.
+    /// Runs at the lowest CPU priority (`SCHED_IDLE`, else nice 10): work
+    /// whose result is wanted later yields the processor to the work a
+    /// build waits for.
     #[serde(default)]
     pub background: bool,
     /// Parses only the first N inputs at once, then waits for

@@ -245,7 +245,7 @@ pub(crate) fn compile(
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Priority {
     Foreground,
-    /// Yields the processor (nice 10, libsepol only): the verification of
+    /// Yields the processor (`SCHED_IDLE`, libsepol only): the verification of
     /// the store as it is, wanted only by the report.
     Background,
 }
