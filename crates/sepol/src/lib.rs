@@ -88,8 +88,10 @@ impl Flags {
     }
 }
 
-/// One compilation's inputs and the binaries wanted from it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// One compilation's inputs and the binaries wanted from it. The default
+/// is secilc's default flags, every build wanted, at normal priority, all
+/// inputs parsed at once.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Request {
     pub flags: Flags,
     /// CIL files, compiled in this order; messages cite them as given.

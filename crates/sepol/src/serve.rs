@@ -54,7 +54,7 @@ fn run(request: &Request, go: &mut dyn FnMut() -> bool) -> Result<Vec<Outcome>, 
         ffi::lower_priority();
     }
     let mut db = Db::new()?;
-    if let Some(refused) = prepare(&mut db, &request.flags, request, go)? {
+    if let Some(refused) = prepare(&mut db, request, go)? {
         return Ok(vec![
             Outcome::Refused { output: refused };
             request.builds.len()
@@ -115,10 +115,10 @@ fn run(request: &Request, go: &mut dyn FnMut() -> bool) -> Result<Vec<Outcome>, 
 /// when libsepol refused the inputs; an error when the caller gave up.
 fn prepare(
     db: &mut Db,
-    flags: &Flags,
     request: &Request,
     go: &mut dyn FnMut() -> bool,
 ) -> Result<Option<String>, String> {
+    let flags = &request.flags;
     db.set_disable_dontaudit(flags.disable_dontaudit);
     db.set_preserve_tunables(flags.preserve_tunables);
     if let Some(handle) = &flags.handle_unknown {

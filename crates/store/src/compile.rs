@@ -94,16 +94,13 @@ impl Compiler {
             Compiler::Libsepol { helper, .. } => {
                 secilc::probe_neverallows_with(dir, |input, policy_out, file_contexts_out| {
                     let request = sepol::Request {
-                        flags: Flags::default(),
                         inputs: vec![input.to_owned()],
                         builds: vec![sepol::Build {
                             policy_out: policy_out.to_owned(),
                             file_contexts_out: file_contexts_out.to_owned(),
                             check_neverallows: true,
                         }],
-                        first_suffices: false,
-                        background: false,
-                        parse_first: None,
+                        ..sepol::Request::default()
                     };
                     let outcome = helper.compile(&request)?.remove(0);
                     Ok::<_, StoreError>(match outcome {
@@ -284,9 +281,8 @@ pub(crate) fn compile_at(
                 flags: flags(settings),
                 inputs: in_order(inputs),
                 builds: vec![target.build(!disable_neverallow)],
-                first_suffices: false,
                 background: priority == Priority::Background,
-                parse_first: None,
+                ..sepol::Request::default()
             };
             let outcome = helper.compile(&request)?.remove(0);
             target.outcome(outcome)
@@ -309,7 +305,7 @@ pub(crate) fn compile_both(
     inputs: &[Input],
     checked_dir: &Path,
     as_store_dir: &Path,
-    early: Option<Early>,
+    started: Option<sepol::Started>,
 ) -> Result<Both, StoreError> {
     let Compiler::Libsepol { helper, .. } = compiler else {
         let (checked, as_store) = std::thread::scope(|scope| {
@@ -345,8 +341,8 @@ pub(crate) fn compile_both(
     };
     let checked_target = Target::new(checked_dir)?;
     let as_store_target = Target::new(as_store_dir)?;
-    let outcomes = match early {
-        Some(early) => early.started.finish()?,
+    let outcomes = match started {
+        Some(started) => started.finish()?,
         None => helper.compile(&both_request(
             settings,
             inputs,
@@ -367,30 +363,30 @@ pub(crate) fn compile_both(
     Ok(Both { checked, as_store })
 }
 
-/// [`compile_both`]'s request to libsepol.
+/// [`compile_both`]'s request to libsepol; with `pending`, one of
+/// `inputs` not written yet, parsed only once the request is let go.
 fn both_request(
     settings: &Settings,
     inputs: &[Input],
     checked: &Target,
     as_store: &Target,
-    parse_first: Option<usize>,
+    pending: Option<&Path>,
 ) -> sepol::Request {
+    let inputs = in_order(inputs);
+    let parse_first = pending.and_then(|pending| inputs.iter().position(|path| path == pending));
     sepol::Request {
         flags: flags(settings),
-        inputs: in_order(inputs),
+        inputs,
         builds: vec![checked.build(true), as_store.build(settings.expand_check)],
         first_suffices: true,
-        background: false,
         parse_first,
+        ..sepol::Request::default()
     }
 }
 
 /// [`compile_both`] started before `pending`, one of `inputs`, is written
-/// (libsepol only): the inputs that sort before it are parsed meanwhile.
-pub(crate) struct Early {
-    started: sepol::Started,
-}
-
+/// (libsepol only; `None` otherwise): the inputs that sort before it are
+/// parsed meanwhile. [`compile_both`] lets it go on.
 pub(crate) fn start_both(
     compiler: &Compiler,
     settings: &Settings,
@@ -398,22 +394,18 @@ pub(crate) fn start_both(
     pending: &Path,
     checked_dir: &Path,
     as_store_dir: &Path,
-) -> Result<Option<Early>, StoreError> {
+) -> Result<Option<sepol::Started>, StoreError> {
     let Compiler::Libsepol { helper, .. } = compiler else {
         return Ok(None);
     };
-    let ordered = in_order(inputs);
-    let parse_first = ordered.iter().position(|path| path == pending);
     let request = both_request(
         settings,
         inputs,
         &Target::new(checked_dir)?,
         &Target::new(as_store_dir)?,
-        parse_first,
+        Some(pending),
     );
-    Ok(Some(Early {
-        started: helper.start(&request)?,
-    }))
+    Ok(Some(helper.start(&request)?))
 }
 
 /// Where one compilation writes: secilc's two files, then `file_contexts`

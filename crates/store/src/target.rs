@@ -763,11 +763,11 @@ pub fn build(
 ) -> Result<ModuleBuild, ModuleError> {
     let layout = &parsed.layout;
     refuse_classes_the_store_refuses(baseline.family(), layout)?;
-    let early = start_compiling(baseline, parsed, options)?;
+    let pending = pending(baseline, parsed, options)?;
     let decisions = decide(baseline, parsed, options)?;
     let module_cil = render(baseline, parsed, &decisions)?;
     tracing::debug!("module rendered");
-    let compiled = compile_and_prove(baseline, parsed, &module_cil, options, early)?;
+    let compiled = compile_and_prove(baseline, parsed, &module_cil, options, pending)?;
     tracing::debug!("store + module compiled");
     // Two independent readers of the predicted outputs, side by side.
     let (proven, read_back) = std::thread::scope(|scope| {
@@ -1116,10 +1116,14 @@ fn compile_and_prove(
     parsed: &Parsed,
     module_cil: &str,
     options: &ModuleOptions,
-    early: Option<compile::Early>,
+    pending: Pending,
 ) -> Result<CompiledModule, ModuleError> {
-    let work = baseline.work_dir().join("predicted");
-    let (inputs, module_path) = with_module(baseline, parsed, options, &work)?;
+    let Pending {
+        work,
+        inputs,
+        module_path,
+        started,
+    } = pending;
     fs::write(&module_path, module_cil).map_err(|e| StoreError::io(&module_path, e))?;
     if baseline.store.settings.expand_check {
         return compile_checking_as_store(baseline, parsed, &inputs, &module_path, &work);
@@ -1146,7 +1150,7 @@ fn compile_and_prove(
             &module_path,
             options,
             &work,
-            early,
+            started,
         ),
     }
 }
@@ -1165,7 +1169,7 @@ fn compile_both_ways(
     module_path: &Path,
     options: &ModuleOptions,
     work: &Path,
-    early: Option<compile::Early>,
+    started: Option<sepol::Started>,
 ) -> Result<CompiledModule, ModuleError> {
     let (not_run, both) = beside_probe(baseline, work, || {
         compile::compile_both(
@@ -1174,7 +1178,7 @@ fn compile_both_ways(
             inputs,
             &work.join("out"),
             &work.join("as-store"),
-            early,
+            started,
         )
     })?;
     let compile::Both { checked, as_store } = both?;
@@ -1220,16 +1224,28 @@ fn compile_both_ways(
     ))
 }
 
-/// The store's modules, the layout's module (to be written into `work`)
-/// and the includes; and where the module goes.
-fn with_module(
+/// Store + module as step 3 compiles them, known before the module is
+/// decided.
+struct Pending {
+    work: PathBuf,
+    /// The store's modules, the layout's module and the includes.
+    inputs: Vec<Input>,
+    /// Where the layout's module is written once rendered.
+    module_path: PathBuf,
+    /// libsepol's compilation of them, started where the build compiles
+    /// with it in one go (`expand-check=0`): the store's modules that sort
+    /// before the layout's are parsed while it is decided.
+    started: Option<sepol::Started>,
+}
+
+fn pending(
     baseline: &Baseline,
     parsed: &Parsed,
     options: &ModuleOptions,
-    work: &Path,
-) -> Result<(Vec<Input>, PathBuf), ModuleError> {
+) -> Result<Pending, ModuleError> {
     let layout = &parsed.layout;
-    fs::create_dir_all(work).map_err(|e| StoreError::io(work, e))?;
+    let work = baseline.work_dir().join("predicted");
+    fs::create_dir_all(&work).map_err(|e| StoreError::io(&work, e))?;
     let module_path = work.join(format!("{}.cil", layout.module));
     let mut inputs = baseline.inputs.clone();
     inputs.push(Input {
@@ -1250,30 +1266,24 @@ fn with_module(
             path: include.clone(),
         });
     }
-    Ok((inputs, module_path))
-}
-
-/// Starts compiling store + module before the module is decided, where
-/// the build will compile it with libsepol in one go (`expand-check=0`):
-/// the store's modules that sort before it are parsed meanwhile.
-fn start_compiling(
-    baseline: &Baseline,
-    parsed: &Parsed,
-    options: &ModuleOptions,
-) -> Result<Option<compile::Early>, ModuleError> {
-    if baseline.store.settings.expand_check {
-        return Ok(None);
-    }
-    let work = baseline.work_dir().join("predicted");
-    let (inputs, module_path) = with_module(baseline, parsed, options, &work)?;
-    Ok(compile::start_both(
-        &baseline.compiler,
-        &baseline.store.settings,
-        &inputs,
-        &module_path,
-        &work.join("out"),
-        &work.join("as-store"),
-    )?)
+    let started = if baseline.store.settings.expand_check {
+        None
+    } else {
+        compile::start_both(
+            &baseline.compiler,
+            &baseline.store.settings,
+            &inputs,
+            &module_path,
+            &work.join("out"),
+            &work.join("as-store"),
+        )?
+    };
+    Ok(Pending {
+        work,
+        inputs,
+        module_path,
+        started,
+    })
 }
 
 /// Runs `compile` with the probe beside it: whether this compiler
