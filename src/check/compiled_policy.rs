@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use crate::check::rules;
 use layout::diag::{Finding, Location, Pos, Related};
 use layout::manifest::Parsed;
-use policy::setools::{self, allow_pairs, SetoolsError};
+use policy::setools::{self, allow_lines, allow_pairs, SetoolsError};
 use policy::{self, BuildError, BuildOptions};
 
 /// What the policy phase needs.
@@ -142,7 +142,7 @@ fn transitions(parsed: &Parsed, policy: &Path) -> Result<Vec<Finding>, PolicyChe
         policy,
     )?;
     let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for (source, target) in allow_pairs(&text, &attributes) {
+    for (source, target) in allow_pairs(&allow_lines(&text), &attributes) {
         if source != target {
             edges.entry(source).or_default().insert(target);
         }
@@ -159,7 +159,7 @@ fn transitions(parsed: &Parsed, policy: &Path) -> Result<Vec<Finding>, PolicyChe
     }
     let mut touching: BTreeMap<String, Vec<&layout::model::PathRule>> = BTreeMap::new();
     let text = setools::run("sesearch", &["-A"], policy)?;
-    for (source, target) in allow_pairs(&text, &attributes) {
+    for (source, target) in allow_pairs(&allow_lines(&text), &attributes) {
         if let Some(rules) = protected.get(target.as_str()) {
             touching.entry(source).or_default().extend(rules);
         }
@@ -215,7 +215,7 @@ mod tests {
         let text =
             "allow dom c_t:process transition;\nallow c_t self:process { fork transition };\n";
         assert_eq!(
-            allow_pairs(text, &attributes),
+            allow_pairs(&allow_lines(text), &attributes),
             [
                 ("a_t".to_owned(), "c_t".to_owned()),
                 ("b_t".to_owned(), "c_t".to_owned()),

@@ -13,6 +13,7 @@ pub mod build_json;
 mod cil;
 pub mod cil_scan;
 pub mod file_contexts;
+pub mod kernel_policy;
 pub mod plan;
 pub mod secilc;
 pub mod setools;

@@ -224,7 +224,7 @@ pub fn allow_lines(text: &str) -> Vec<AllowLine> {
 /// `(source, target)` type pairs of `allow` lines, attributes expanded and
 /// `self` resolved.
 pub fn allow_pairs(
-    text: &str,
+    lines: &[AllowLine],
     attributes: &BTreeMap<String, BTreeSet<String>>,
 ) -> Vec<(String, String)> {
     let expand = |name: &str| -> Vec<String> {
@@ -234,7 +234,7 @@ pub fn allow_pairs(
         }
     };
     let mut pairs = Vec::new();
-    for line in allow_lines(text) {
+    for line in lines {
         for source in expand(&line.source) {
             if line.target == "self" {
                 pairs.push((source.clone(), source));

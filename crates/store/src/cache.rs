@@ -1,7 +1,7 @@
 //! What a build learns about a store that depends on the store's content
 //! alone, kept between builds: whether our compilation of the store
-//! reproduces what it built (and which of its own neverallows it breaks),
-//! and setools' reading of its policy. A store compiles the same way every
+//! reproduces what it built (and which of its own neverallows it breaks).
+//! A store compiles the same way every
 //! time, so the second build against an unchanged store compiles it once
 //! (store + module), not three times.
 //!
@@ -44,11 +44,6 @@ impl Cache {
         Cache {
             dir: dir.map(|d| d.join("store")),
         }
-    }
-
-    /// No cache: for what is not the store's (the predicted policy).
-    pub(crate) fn off() -> Cache {
-        Cache { dir: None }
     }
 
     pub(crate) fn is_on(&self) -> bool {
@@ -146,41 +141,6 @@ impl KeyBuilder {
         let digest = self.0.clone().finalize();
         Key(digest.iter().map(|b| format!("{b:02x}")).collect())
     }
-}
-
-/// `tool`'s output on `policy` (a setools reader), from the cache when
-/// the same program read the same policy bytes with the same arguments.
-pub(crate) fn setools(
-    cache: &Cache,
-    tool: &'static str,
-    args: &[&str],
-    policy: &Path,
-) -> Result<String, policy::setools::SetoolsError> {
-    let key = cache.is_on().then(|| {
-        let mut key = KeyBuilder::new("setools");
-        if let Some(program) = on_path(tool) {
-            key.program(&program);
-        }
-        for arg in args {
-            key.text(arg);
-        }
-        key.file(policy).ok().map(|key| key.finish())
-    });
-    let key = key.flatten();
-    if let Some(text) = key.as_ref().and_then(|key| cache.get::<String>(tool, key)) {
-        return Ok(text);
-    }
-    let text = policy::setools::run(tool, args, policy)?;
-    if let Some(key) = &key {
-        cache.put(tool, key, &text);
-    }
-    Ok(text)
-}
-
-fn on_path(name: &str) -> Option<PathBuf> {
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|dir| dir.join(name))
-        .find(|path| path.is_file())
 }
 
 /// The libsepol that secilc links (it is what compiles): its identity, as

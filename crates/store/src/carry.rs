@@ -112,7 +112,7 @@ pub struct Carried {
     pub uncarried: Vec<Uncarried>,
 }
 
-/// The store rules (from [`super::reach::query`] on the stock policy) that
+/// The store rules (from [`super::reach::rules_on`] on the stock policy) that
 /// apply to `old` and not to a type holding `new_attributes`.
 fn lost_rules<'a>(
     rules: &'a [AllowLine],
@@ -372,11 +372,10 @@ mod tests {
     use policy::setools::allow_lines;
 
     fn facts() -> Facts {
-        let mut facts = Facts::default();
-        facts.parse_attributes(
-            "Type Attributes: 2\n   attribute logreaders;\n\tsyslogd_t\n\tlogwatch_t\n   attribute file_type;\n\tauditd_log_t\n\taudit_log_t\n",
-        );
-        facts
+        Facts::with_attributes(&[
+            ("logreaders", &["syslogd_t", "logwatch_t"]),
+            ("file_type", &["auditd_log_t", "audit_log_t"]),
+        ])
     }
 
     fn retyped(protected: bool) -> Vec<Retyped> {

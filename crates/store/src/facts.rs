@@ -1,15 +1,14 @@
-//! What a compiled store policy says, read back with setools (`seinfo`,
-//! `sesearch`) — the same independent reader `check` uses — plus which
-//! module declares each name, from a scan of the modules' CIL.
+//! What a compiled store policy says, read by [`KernelPolicy`] (an
+//! independent reader of the binary, held to setools' answers by its
+//! tests), plus which module declares each name, from a scan of the
+//! modules' CIL.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
 
-use super::cache::{self, Cache};
 use super::open::Store;
-use super::StoreError;
 use policy::cil_scan;
-use policy::setools::{allow_pairs, SetoolsError};
+use policy::kernel_policy::{KernelPolicy, RuleFilter};
+use policy::setools::allow_pairs;
 
 /// The module libsemanage treats as the base: names it declares are always
 /// there, so references to them need no `optional` block.
@@ -49,41 +48,10 @@ pub struct Facts {
 }
 
 impl Facts {
-    /// Reads `policy` (the store compiled without our module) and scans the
-    /// store's modules.
-    pub(crate) fn read(store: &Store, policy: &Path, cache: &Cache) -> Result<Facts, StoreError> {
-        let mut facts = Facts::default();
-        // Two independent readers of the same file: run them side by side.
-        let (names, transitions) = std::thread::scope(|scope| {
-            let names = scope.spawn(|| {
-                cache::setools(
-                    cache,
-                    "seinfo",
-                    &["-x", "-t", "-a", "-c", "--common", "-b"],
-                    policy,
-                )
-            });
-            let transitions = scope.spawn(|| {
-                cache::setools(
-                    cache,
-                    "sesearch",
-                    &["-A", "-c", "process", "-p", "transition,dyntransition"],
-                    policy,
-                )
-            });
-            (names.join(), transitions.join())
-        });
-        let panicked = |tool| SetoolsError {
-            tool,
-            detail: "the reader thread panicked".to_owned(),
-        };
-        facts.parse_seinfo(&names.map_err(|_| panicked("seinfo"))??);
-        let text = transitions.map_err(|_| panicked("sesearch"))??;
-        for (source, target) in allow_pairs(&text, &facts.attributes) {
-            if source != target {
-                facts.transitions.entry(source).or_default().insert(target);
-            }
-        }
+    /// What the store's compiled policy says, and which module declares
+    /// each name (from a scan of the store's modules).
+    pub(crate) fn read(store: &Store, policy: &KernelPolicy) -> Facts {
+        let mut facts = Facts::of_policy(policy);
         for module in &store.modules {
             let cil = String::from_utf8_lossy(&module.cil);
             let scanned = cil_scan::scan(&cil);
@@ -101,132 +69,58 @@ impl Facts {
                     .insert(module.name.clone());
             }
         }
-        Ok(facts)
+        facts
     }
 
-    /// Reads `seinfo -x` output (types, attributes, classes, commons).
-    pub(crate) fn parse_attributes(&mut self, text: &str) {
-        self.parse_seinfo(text);
+    /// Types, aliases, attributes, classes, booleans and process
+    /// transitions of a compiled policy.
+    pub(crate) fn of_policy(policy: &KernelPolicy) -> Facts {
+        let mut facts = Facts::attributes_of(policy);
+        for (name, held) in policy.types() {
+            facts.types.insert(
+                name.to_owned(),
+                held.into_iter().map(str::to_owned).collect(),
+            );
+        }
+        for (alias, name) in policy.aliases() {
+            facts.aliases.insert(alias.to_owned(), name.to_owned());
+        }
+        for (class, perms) in policy.classes() {
+            facts.classes.insert(
+                class.to_owned(),
+                perms.into_iter().map(str::to_owned).collect(),
+            );
+        }
+        for (boolean, state) in policy.booleans() {
+            facts.booleans.insert(boolean.to_owned(), state);
+        }
+        let transitions = policy.allow_lines(&RuleFilter {
+            classes: Some(&["process"]),
+            perms: Some(&["transition", "dyntransition"]),
+            ..RuleFilter::default()
+        });
+        for (source, target) in allow_pairs(&transitions, &facts.attributes) {
+            if source != target {
+                facts.transitions.entry(source).or_default().insert(target);
+            }
+        }
+        facts
     }
 
-    fn parse_seinfo(&mut self, text: &str) {
-        #[derive(PartialEq)]
-        enum Section {
-            None,
-            Types,
-            Attributes,
-            Classes,
-            Commons,
-            Booleans,
-        }
-        let mut section = Section::None;
-        let mut current: Option<String> = None;
-        let mut inherits: BTreeMap<String, String> = BTreeMap::new();
-        let mut commons: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-        for line in text.lines() {
-            let trimmed = line.trim();
-            if !line.starts_with(char::is_whitespace) && trimmed.contains(':') {
-                section = match trimmed.split(':').next().unwrap_or_default() {
-                    "Types" => Section::Types,
-                    "Type Attributes" => Section::Attributes,
-                    "Classes" => Section::Classes,
-                    "Commons" => Section::Commons,
-                    "Booleans" => Section::Booleans,
-                    _ => Section::None,
-                };
-                current = None;
-                continue;
-            }
-            match section {
-                Section::Types => {
-                    if let Some(rest) = trimmed.strip_prefix("type ") {
-                        self.parse_type_line(rest.trim_end_matches(';'));
-                    }
-                }
-                Section::Attributes => {
-                    if let Some(name) = trimmed.strip_prefix("attribute ") {
-                        let name = name.trim_end_matches(';').to_owned();
-                        self.attributes.entry(name.clone()).or_default();
-                        current = Some(name);
-                    } else if let (Some(name), false) = (&current, trimmed.is_empty()) {
-                        if line.starts_with('\t') || line.starts_with("      ") {
-                            self.attributes
-                                .entry(name.clone())
-                                .or_default()
-                                .insert(trimmed.to_owned());
-                        }
-                    }
-                }
-                Section::Classes | Section::Commons => {
-                    let keyword = if section == Section::Classes {
-                        "class "
-                    } else {
-                        "common "
-                    };
-                    if let Some(name) = trimmed.strip_prefix(keyword) {
-                        current = Some(name.to_owned());
-                        if section == Section::Classes {
-                            self.classes.entry(name.to_owned()).or_default();
-                        } else {
-                            commons.entry(name.to_owned()).or_default();
-                        }
-                    } else if let Some(common) = trimmed.strip_prefix("inherits ") {
-                        if let Some(name) = &current {
-                            inherits.insert(name.clone(), common.to_owned());
-                        }
-                    } else if !trimmed.is_empty() && trimmed != "{" && trimmed != "}" {
-                        if let Some(name) = &current {
-                            let target = if section == Section::Classes {
-                                self.classes.entry(name.clone()).or_default()
-                            } else {
-                                commons.entry(name.clone()).or_default()
-                            };
-                            target.insert(trimmed.to_owned());
-                        }
-                    }
-                }
-                Section::Booleans => {
-                    // `bool NAME true;`
-                    let mut words = trimmed.trim_end_matches(';').split_whitespace();
-                    if let (Some("bool"), Some(name), Some(state)) =
-                        (words.next(), words.next(), words.next())
-                    {
-                        self.booleans.insert(name.to_owned(), state == "true");
-                    }
-                }
-                Section::None => {}
-            }
-        }
-        for (class, common) in inherits {
-            if let Some(perms) = commons.get(&common) {
-                self.classes
-                    .entry(class)
-                    .or_default()
-                    .extend(perms.iter().cloned());
-            }
-        }
-    }
-
-    /// `NAME [alias A | alias { A B }], attr, attr`
-    fn parse_type_line(&mut self, rest: &str) {
-        let (head, attributes) = match rest.split_once(',') {
-            Some((head, attributes)) => (head, attributes),
-            None => (rest, ""),
-        };
-        let mut words = head.split_whitespace();
-        let Some(name) = words.next() else { return };
-        if words.next() == Some("alias") {
-            for alias in words.filter(|w| !matches!(*w, "{" | "}")) {
-                self.aliases.insert(alias.to_owned(), name.to_owned());
-            }
-        }
-        let held = attributes
-            .split(',')
-            .map(str::trim)
-            .filter(|a| !a.is_empty())
-            .map(str::to_owned)
+    /// Only the attributes of a compiled policy, with their members.
+    pub(crate) fn attributes_of(policy: &KernelPolicy) -> Facts {
+        let attributes = policy
+            .attributes()
+            .into_iter()
+            .map(|(name, members)| {
+                let members = members.into_iter().map(str::to_owned).collect();
+                (name.to_owned(), members)
+            })
             .collect();
-        self.types.insert(name.to_owned(), held);
+        Facts {
+            attributes,
+            ..Facts::default()
+        }
     }
 
     /// The type `name` denotes (itself, or the type an alias names).
@@ -304,25 +198,18 @@ impl Facts {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reads_seinfo_sections() {
-        let text = "\nClasses: 1\n   class file\ninherits file\n{\n\tentrypoint\n}\n\nCommons: 1\n   common file\n{\n\tread\n\twrite\n}\n\nBooleans: 1\n   bool b_x true;\n\nTypes: 2\n   type bin_t alias { ls_exec_t sbin_t }, exec_type, file_type;\n   type container_t alias svirt_lxc_net_t, domain;\n\nType Attributes: 1\n   attribute domain;\n\tcontainer_t\n";
-        let mut facts = Facts::default();
-        facts.parse_seinfo(text);
-        assert_eq!(
-            facts.classes["file"],
-            BTreeSet::from(["entrypoint".into(), "read".into(), "write".into()])
-        );
-        assert_eq!(facts.resolve("sbin_t"), Some("bin_t"));
-        assert!(facts.booleans["b_x"]);
-        assert_eq!(facts.resolve("svirt_lxc_net_t"), Some("container_t"));
-        assert!(facts.holds("bin_t", "file_type"));
-        assert_eq!(
-            facts.attributes["domain"],
-            BTreeSet::from(["container_t".into()])
-        );
+impl Facts {
+    /// Facts with only these attributes (attribute, members).
+    pub(crate) fn with_attributes(attributes: &[(&str, &[&str])]) -> Facts {
+        Facts {
+            attributes: attributes
+                .iter()
+                .map(|(name, members)| {
+                    let members = members.iter().map(|m| (*m).to_owned()).collect();
+                    ((*name).to_owned(), members)
+                })
+                .collect(),
+            ..Facts::default()
+        }
     }
 }

@@ -51,6 +51,9 @@ pub enum StoreError {
     Sepol(#[from] sepol::CilError),
     #[error(transparent)]
     Setools(#[from] policy::setools::SetoolsError),
+    /// A compiled policy (the store's, or the one predicted) unreadable.
+    #[error(transparent)]
+    KernelPolicy(#[from] policy::kernel_policy::KernelPolicyError),
     #[error(
         "the CIL compiler cannot compile the store as it is (its own modules fail){}:\n{output}",
         hint.as_deref().map(|h| format!("; {h}")).unwrap_or_default()

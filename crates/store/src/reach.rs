@@ -12,15 +12,13 @@
 //! binary with `sesearch`, independently of our own CIL.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
 
 use serde::Serialize;
 
-use super::cache::{self, Cache};
 use super::conditions::Condition;
 use super::facts::{Facts, FILE_CLASSES};
 use super::grade::{describe_permissions, Grade};
-use super::StoreError;
+use policy::kernel_policy::{KernelPolicy, RuleFilter};
 use policy::setools::AllowLine;
 use policy::store_module::protection_exceptions;
 
@@ -160,22 +158,18 @@ pub struct Protected<'a> {
     pub granted: BTreeSet<String>,
 }
 
-/// The `sesearch` query for every allow rule on a file class whose target
-/// is one of `types` or an attribute holding one (a single run for all).
-pub(crate) fn query(policy: &Path, types: &[&str], cache: &Cache) -> Result<String, StoreError> {
-    let classes = FILE_CLASSES.join(",");
-    let names: Vec<String> = types.iter().map(|t| regex_syntax::escape(t)).collect();
-    let pattern = format!("^({})$", names.join("|"));
-    Ok(cache::setools(
-        cache,
-        "sesearch",
-        &["-A", "-rt", "-t", &pattern, "-c", &classes],
-        policy,
-    )?)
+/// Every allow rule of `policy` on a file class whose target is one of
+/// `types` or an attribute holding one.
+pub(crate) fn rules_on(policy: &KernelPolicy, types: &[&str]) -> Vec<AllowLine> {
+    policy.allow_lines(&RuleFilter {
+        targets: Some(types),
+        classes: Some(&FILE_CLASSES),
+        ..RuleFilter::default()
+    })
 }
 
 /// The inputs [`reach`] reads: the predicted policy's rules (from
-/// [`query`]) and attributes, the store's boolean defaults, and the
+/// [`rules_on`]) and attributes, the store's boolean defaults, and the
 /// workload set.
 pub struct ReachInputs<'a> {
     pub rules: &'a [AllowLine],
@@ -342,11 +336,11 @@ mod tests {
     use policy::setools::allow_lines;
 
     fn facts() -> Facts {
-        let mut facts = Facts::default();
-        facts.parse_attributes(
-            "Type Attributes: 3\n   attribute domain;\n\tcontainer_t\n\tsyslogd_t\n   attribute file_type;\n\tetcd_var_t\n   attribute container_domain;\n\tcontainer_t\n",
-        );
-        facts
+        Facts::with_attributes(&[
+            ("domain", &["container_t", "syslogd_t"]),
+            ("file_type", &["etcd_var_t"]),
+            ("container_domain", &["container_t"]),
+        ])
     }
 
     fn classes() -> BTreeMap<String, BTreeSet<String>> {

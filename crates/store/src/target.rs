@@ -36,8 +36,9 @@ use super::StoreError;
 use layout::manifest::{BaseFacts, Parsed};
 use layout::model::host::{StoreFamily, StoreGrants};
 use layout::model::{BooleanGrants, Layout};
+use policy::kernel_policy::KernelPolicy;
 use policy::secilc::{self, FailedNeverallow};
-use policy::setools::{self, allow_lines, AllowLine, SetoolsError};
+use policy::setools::AllowLine;
 use policy::store_module::{self, CopiedRule, FileconLine, HostGrants, StoreTarget};
 use policy::Violation;
 use selabel::FileContexts;
@@ -141,6 +142,8 @@ pub struct Baseline {
     /// The policy the facts were read from: the store's own `policy.kern`,
     /// or the store compiled here.
     stock_policy: PathBuf,
+    /// That policy, read.
+    stock_read: KernelPolicy,
     stock_file_contexts: PathBuf,
     /// The store without the layout's module, compiled here, when that
     /// was needed before the build (no built policy, or a module to leave
@@ -172,8 +175,6 @@ impl Baseline {
         options: &ModuleOptions,
         exclude: Option<&str>,
     ) -> Result<Baseline, StoreError> {
-        // Every build asks setools; its start-up overlaps the store's reading.
-        setools::start_session();
         let store = Store::open(path)?;
         tracing::debug!("store read: {} modules", store.modules.len());
         let compiler = Compiler::choose(options.secilc.as_deref(), options.helper.as_deref())?;
@@ -239,7 +240,8 @@ impl Baseline {
             }
         };
 
-        let mut facts = Facts::read(&store, &stock_policy, &cache)?;
+        let stock_read = KernelPolicy::read(&stock_policy)?;
+        let mut facts = Facts::read(&store, &stock_read);
         tracing::debug!("facts read: {} types", facts.types.len());
         if let Some((name, _)) = &replaces {
             facts.providers.retain(|_, module| module != name);
@@ -258,6 +260,7 @@ impl Baseline {
             inputs,
             all_inputs,
             stock_policy,
+            stock_read,
             stock_file_contexts,
             stock,
             as_built,
@@ -780,6 +783,9 @@ pub fn build(
         tracing::debug!("predicted policy read back");
         (proven.join(), read_back)
     });
+    if let Some(store_violations) = &compiled.learnt {
+        baseline.remember(store_violations);
+    }
     proven.map_err(|_| StoreError::Stopped("the proof of the file contexts"))??;
     let read_back = read_back?;
     let report = ModuleReport {
@@ -880,11 +886,7 @@ fn decide(
         Vec::new()
     } else {
         let old_types: Vec<&str> = old_types.into_iter().collect();
-        allow_lines(&reach::query(
-            baseline.stock_policy(),
-            &old_types,
-            &baseline.cache,
-        )?)
+        reach::rules_on(&baseline.stock_read, &old_types)
     };
     let carried = carry::carry(&retyped, &stock_rules, facts, profile.file_type_attributes);
     tracing::debug!("{} store rules carried over", carried.rules.len());
@@ -1076,6 +1078,11 @@ struct CompiledModule {
     /// The layout's neverallows the compiler found broken, tolerated for now
     /// (`booleanGrants: byDefault`): the read-back decides.
     tolerated: Vec<FailedNeverallow>,
+    /// What a cold build learnt about the store as it is (the neverallows
+    /// its own modules break), kept once the store's verification is in:
+    /// remembered after the read-back, so the build does not wait for
+    /// the verification before it.
+    learnt: Option<Vec<StoreViolation>>,
 }
 
 impl CompiledModule {
@@ -1094,6 +1101,7 @@ impl CompiledModule {
                 predicted,
                 proof: Proof::NotRun { why },
                 tolerated: Vec::new(),
+                learnt: None,
             },
             None => CompiledModule {
                 predicted,
@@ -1103,7 +1111,15 @@ impl CompiledModule {
                     boolean_only: tolerated.iter().map(|f| f.target.clone()).collect(),
                 },
                 tolerated,
+                learnt: None,
             },
+        }
+    }
+
+    fn learnt(self, store_violations: Vec<StoreViolation>) -> Self {
+        CompiledModule {
+            learnt: Some(store_violations),
+            ..self
         }
     }
 }
@@ -1184,14 +1200,14 @@ fn compile_both_ways(
     let compile::Both { checked, as_store } = both?;
     let refused = match checked {
         Ok(predicted) => {
-            baseline.remember(&[]);
             return Ok(CompiledModule::new(
                 &baseline.compiler,
                 predicted,
                 not_run,
                 Vec::new(),
                 Vec::new(),
-            ));
+            )
+            .learnt(Vec::new()));
         }
         Err(refused) => refused,
     };
@@ -1202,9 +1218,9 @@ fn compile_both_ways(
         // Not a neverallow: the store refuses it too.
         return Err(rejected(parsed, &[], &refused.output));
     }
-    baseline.remember(&failures.store_own);
     let tolerate = parsed.layout.store.boolean_grants == BooleanGrants::ByDefault;
     if !failures.ours.is_empty() && !tolerate && not_run.is_none() {
+        baseline.remember(&failures.store_own);
         let output = proof::blocks_of(&refused.output, |at| {
             Path::new(secilc::file_of(at)) == module_path
         });
@@ -1215,13 +1231,15 @@ fn compile_both_ways(
         Some(Err(refused)) => return Err(rejected(parsed, &[], &refused.output)),
         None => return Err(StoreError::Stopped("the compilation of store + module").into()),
     };
+    let learnt = failures.store_own.clone();
     Ok(CompiledModule::new(
         &baseline.compiler,
         predicted,
         not_run,
         all_store_violations(failures.store_own, failures.newly_broken),
         failures.ours,
-    ))
+    )
+    .learnt(learnt))
 }
 
 /// Store + module as step 3 compiles them, known before the module is
@@ -1336,14 +1354,14 @@ fn compile_checking_as_store(
             ))
         }
     };
-    baseline.remember(&[]);
     Ok(CompiledModule::new(
         &baseline.compiler,
         predicted,
         not_run,
         Vec::new(),
         Vec::new(),
-    ))
+    )
+    .learnt(Vec::new()))
 }
 
 /// `expand-check=0`, a store an earlier build verified: the store's own
@@ -1572,32 +1590,13 @@ struct Predicted {
     rules: Vec<AllowLine>,
 }
 
-/// Reads the predicted binary's attributes and its rules on `types`
-/// (two readers of the same file, side by side).
+/// Reads the predicted binary's attributes and its rules on `types`.
 fn read_predicted(policy: &Path, types: &[&str]) -> Result<Predicted, ModuleError> {
-    let (attributes, rules_text) = std::thread::scope(|scope| {
-        let attributes = scope.spawn(|| setools::run("seinfo", &["-x", "-a"], policy));
-        let rules =
-            (!types.is_empty()).then(|| scope.spawn(|| reach::query(policy, types, &Cache::off())));
-        (attributes.join(), rules.map(|r| r.join()))
-    });
-    let panicked = |tool| {
-        StoreError::from(SetoolsError {
-            tool,
-            detail: "panicked".into(),
-        })
-    };
-    let mut facts = Facts::default();
-    facts.parse_attributes(
-        &attributes
-            .map_err(|_| panicked("seinfo"))?
-            .map_err(StoreError::from)?,
-    );
-    let rules = match rules_text {
-        None => Vec::new(),
-        Some(joined) => allow_lines(&joined.map_err(|_| panicked("sesearch"))??),
-    };
-    Ok(Predicted { facts, rules })
+    let policy = KernelPolicy::read(policy).map_err(StoreError::from)?;
+    Ok(Predicted {
+        facts: Facts::attributes_of(&policy),
+        rules: reach::rules_on(&policy, types),
+    })
 }
 
 /// A neverallow tolerated as boolean-only holds only if every grant beyond
