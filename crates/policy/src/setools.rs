@@ -35,15 +35,6 @@ pub fn run(tool: &'static str, args: &[&str], policy: &Path) -> Result<String, S
     }
 }
 
-/// Starts the run's setools session now, if it is not running yet: the
-/// interpreter imports setools while the caller goes on (a store build
-/// compiles for seconds before its first question), not at the first query.
-pub fn start_session() {
-    if let Ok(mut guard) = SESSION_PROCESS.lock() {
-        guard.get_or_insert_with(Session::start);
-    }
-}
-
 /// The Python program of the session.
 const SESSION: &str = include_str!("setools_session.py");
 

@@ -213,3 +213,37 @@ impl Facts {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use policy::setools::{self, allow_lines};
+
+    /// Debian's policy (package selinux-policy-default, in `.ci/packages`).
+    const DEBIAN_POLICY: &str = "/etc/selinux/default/policy/policy.33";
+
+    /// The process transitions of a policy, attributes expanded, are what
+    /// `sesearch` lists; its attributes and aliases resolve as `seinfo`'s.
+    #[test]
+    fn transitions_are_sesearchs() {
+        let path = std::path::Path::new(DEBIAN_POLICY);
+        let facts = Facts::of_policy(&KernelPolicy::read(path).unwrap());
+        let text = setools::run(
+            "sesearch",
+            &["-A", "-c", "process", "-p", "transition,dyntransition"],
+            path,
+        )
+        .unwrap();
+        let mut expected: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (source, target) in allow_pairs(&allow_lines(&text), &facts.attributes) {
+            if source != target {
+                expected.entry(source).or_default().insert(target);
+            }
+        }
+        assert!(expected.len() > 50);
+        assert_eq!(facts.transitions, expected);
+        assert!(facts.transition_closure(["init_t".to_owned()]).len() > 50);
+        assert!(facts.holds("shadow_t", "file_type"));
+        assert!(facts.expand("domain").contains("init_t"));
+    }
+}
