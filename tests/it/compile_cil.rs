@@ -119,7 +119,6 @@ fn one_resolution_gives_the_refusal_and_the_binary_secilc_gives() {
             inputs: vec![input.clone()],
             builds: builds.clone(),
             first_suffices: true,
-            background: false,
             parse_first: None,
         })
         .unwrap();
@@ -161,7 +160,6 @@ fn an_accepted_checked_build_is_the_binary_and_the_other_is_skipped() {
         inputs: vec![input.clone()],
         builds: builds.clone(),
         first_suffices,
-        background: false,
         parse_first: None,
     };
     let outcomes = helper().compile(&request(true)).unwrap();
@@ -241,8 +239,7 @@ fn refusals_before_the_builds_name_the_input() {
                 inputs: vec![input.clone()],
                 builds: builds.clone(),
                 first_suffices: false,
-                background: false,
-                parse_first: None,
+                    parse_first: None,
             })
             .unwrap();
         for outcome in &outcomes {
@@ -262,8 +259,6 @@ fn refusals_before_the_builds_name_the_input() {
             inputs: vec![clean],
             builds: vec![build(dir.path(), "c", true)],
             first_suffices: false,
-            // At a lower priority, the same answer.
-            background: true,
             parse_first: None,
         })
         .unwrap();
@@ -305,7 +300,6 @@ fn a_helper_started_early_reads_the_last_input_when_let_go() {
         inputs: vec![first.clone(), last.clone()],
         builds: builds.clone(),
         first_suffices: false,
-        background: false,
         parse_first: Some(1),
     };
     let started = helper().start(&request).unwrap();

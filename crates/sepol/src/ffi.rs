@@ -367,19 +367,6 @@ pub(crate) fn wait(pid: libc::pid_t) -> Result<c_int, c_int> {
     }
 }
 
-/// Lowers this process's CPU priority: idle scheduling, else nice 10.
-pub(crate) fn lower_priority() {
-    let param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: changes only this process's own scheduling: SCHED_IDLE runs
-    // it on a processor nothing else wants (the build's own work first);
-    // where that is refused, nice 10.
-    unsafe {
-        if libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) != 0 {
-            libc::setpriority(libc::PRIO_PROCESS, 0, 10);
-        }
-    }
-}
-
 /// Stops a build that is no longer needed.
 pub(crate) fn kill(pid: libc::pid_t) {
     // SAFETY: signals our own child, not yet reaped.

@@ -89,7 +89,7 @@ impl Flags {
 }
 
 /// One compilation's inputs and the binaries wanted from it. The default
-/// is secilc's default flags, every build wanted, at normal priority, all
+/// is secilc's default flags, every build wanted, all
 /// inputs parsed at once.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Request {
@@ -103,11 +103,6 @@ pub struct Request {
     /// would write the same bytes): they are stopped when it is accepted,
     /// and reported [`Outcome::Skipped`].
     pub first_suffices: bool,
-    /// Runs at the lowest CPU priority (`SCHED_IDLE`, else nice 10): work
-    /// whose result is wanted later yields the processor to the work a
-    /// build waits for.
-    #[serde(default)]
-    pub background: bool,
     /// Parses only the first N inputs at once, then waits for
     /// [`Started::finish`] before reading the others: the caller starts the
     /// helper while it still writes a later input.

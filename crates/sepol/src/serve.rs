@@ -50,9 +50,6 @@ fn run(request: &Request, go: &mut dyn FnMut() -> bool) -> Result<Vec<Outcome>, 
     let Some((first, others)) = request.builds.split_first() else {
         return Ok(Vec::new());
     };
-    if request.background {
-        ffi::lower_priority();
-    }
     let mut db = Db::new()?;
     if let Some(refused) = prepare(&mut db, request, go)? {
         return Ok(vec![

@@ -228,34 +228,6 @@ pub(crate) fn compile(
     out_dir: &Path,
     neverallows: Neverallows,
 ) -> Result<Result<Compiled, Refused>, StoreError> {
-    compile_at(
-        compiler,
-        settings,
-        inputs,
-        out_dir,
-        neverallows,
-        Priority::Foreground,
-    )
-}
-
-/// Whether a build waits for a compilation now, or only at its end.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Priority {
-    Foreground,
-    /// Yields the processor (`SCHED_IDLE`, libsepol only): the verification of
-    /// the store as it is, wanted only by the report.
-    Background,
-}
-
-/// [`compile`] at `priority`.
-pub(crate) fn compile_at(
-    compiler: &Compiler,
-    settings: &Settings,
-    inputs: &[Input],
-    out_dir: &Path,
-    neverallows: Neverallows,
-    priority: Priority,
-) -> Result<Result<Compiled, Refused>, StoreError> {
     let target = Target::new(out_dir)?;
     let disable_neverallow = neverallows == Neverallows::AsStore && !settings.expand_check;
     match compiler {
@@ -281,7 +253,6 @@ pub(crate) fn compile_at(
                 flags: flags(settings),
                 inputs: in_order(inputs),
                 builds: vec![target.build(!disable_neverallow)],
-                background: priority == Priority::Background,
                 ..sepol::Request::default()
             };
             let outcome = helper.compile(&request)?.remove(0);

@@ -461,13 +461,12 @@ impl CheckAsBuilt {
                 key,
             });
         }
-        let compiled = compile::compile_at(
+        let compiled = compile::compile(
             &self.compiler,
             &self.settings,
             &self.inputs,
             &self.work.join("as-built"),
             Neverallows::AsStore,
-            compile::Priority::Background,
         )
         .map_err(Arc::new)?;
         let verification = match &compiled {
