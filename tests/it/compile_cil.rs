@@ -239,7 +239,7 @@ fn refusals_before_the_builds_name_the_input() {
                 inputs: vec![input.clone()],
                 builds: builds.clone(),
                 first_suffices: false,
-                    parse_first: None,
+                parse_first: None,
             })
             .unwrap();
         for outcome in &outcomes {

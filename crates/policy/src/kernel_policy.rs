@@ -106,7 +106,6 @@ enum CondNode {
 /// A compiled kernel policy, as far as a store build asks about it.
 #[derive(Debug, Clone)]
 pub struct KernelPolicy {
-    version: u32,
     /// By value - 1; `None` for a value the table left unused.
     types: Vec<Option<TypeEntry>>,
     /// Alias name → type value.
@@ -197,10 +196,6 @@ impl KernelPolicy {
             }
         }
         Ok(())
-    }
-
-    pub fn version(&self) -> u32 {
-        self.version
     }
 
     fn type_name(&self, value: u32) -> Option<&str> {
@@ -559,7 +554,32 @@ impl<'a> Reader<'a> {
         self.skip_range()
     }
 
+    /// The whole file, in the order libsepol writes it.
     fn policy(mut self) -> Result<KernelPolicy, FormatError> {
+        let ocon_kinds = self.header()?;
+        let mut policy = KernelPolicy {
+            types: Vec::new(),
+            aliases: Vec::new(),
+            classes: Vec::new(),
+            booleans: Vec::new(),
+            type_attributes: Vec::new(),
+            allows: Vec::new(),
+            conditions: Vec::new(),
+        };
+        self.symbols(&mut policy)?;
+        self.access_vectors(&mut policy)?;
+        self.skip_labelling(ocon_kinds)?;
+        self.type_attributes(&mut policy)?;
+        if self.at != self.bytes.len() {
+            return Err(self.error("bytes after the end of the policy"));
+        }
+        policy.check().map_err(|what| self.error(what))?;
+        Ok(policy)
+    }
+
+    /// Magic, platform, version, table sizes, capabilities and the
+    /// permissive (and neveraudit) maps; the number of object context kinds.
+    fn header(&mut self) -> Result<u32, FormatError> {
         if self.u32()? != POLICYDB_MAGIC {
             return Err(self.error("not a kernel policy (wrong magic number)"));
         }
@@ -580,7 +600,7 @@ impl<'a> Reader<'a> {
                 VERSIONS.end()
             )));
         }
-        let _config = self.u32()?;
+        let _config = self.u32()?; // MLS, handle-unknown
         let symtabs = self.u32()?;
         let ocon_kinds = self.u32()?;
         if symtabs != SYMTABS || ocon_kinds > OCON_KINDS {
@@ -593,16 +613,12 @@ impl<'a> Reader<'a> {
         if self.version >= VERSION_NEVERAUDIT {
             self.skip_ebitmap()?;
         }
-        let mut policy = KernelPolicy {
-            version: self.version,
-            types: Vec::new(),
-            aliases: Vec::new(),
-            classes: Vec::new(),
-            booleans: Vec::new(),
-            type_attributes: Vec::new(),
-            allows: Vec::new(),
-            conditions: Vec::new(),
-        };
+        Ok(ocon_kinds)
+    }
+
+    /// The eight symbol tables: commons, classes, roles, types, users,
+    /// booleans, sensitivities, categories.
+    fn symbols(&mut self, policy: &mut KernelPolicy) -> Result<(), FormatError> {
         let mut commons: BTreeMap<String, Vec<(u32, String)>> = BTreeMap::new();
         for table in 0..SYMTABS {
             let primaries = self.u32()? as usize;
@@ -618,7 +634,7 @@ impl<'a> Reader<'a> {
                     policy.classes = vec![None; primaries.min(entries)];
                     for _ in 0..entries {
                         let (value, class) = self.class(&commons)?;
-                        place(&mut policy.classes, value, class, &self)?;
+                        place(&mut policy.classes, value, class, self)?;
                     }
                 }
                 2 => {
@@ -631,7 +647,7 @@ impl<'a> Reader<'a> {
                     for _ in 0..entries {
                         let (value, primary, entry) = self.type_entry()?;
                         if primary {
-                            place(&mut policy.types, value, entry, &self)?;
+                            place(&mut policy.types, value, entry, self)?;
                         } else {
                             policy.aliases.push((entry.name, value));
                         }
@@ -649,7 +665,7 @@ impl<'a> Reader<'a> {
                         let state = self.u32()?;
                         let len = self.u32()?;
                         let name = self.string(len)?;
-                        place(&mut policy.booleans, value, (name, state != 0), &self)?;
+                        place(&mut policy.booleans, value, (name, state != 0), self)?;
                     }
                 }
                 6 => {
@@ -669,6 +685,12 @@ impl<'a> Reader<'a> {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// The access vector table, then each conditional: its expression and
+    /// the rules of its two branches.
+    fn access_vectors(&mut self, policy: &mut KernelPolicy) -> Result<(), FormatError> {
         let rules = self.count(12)?;
         for _ in 0..rules {
             if let Some(rule) = self.av_rule(None)? {
@@ -700,7 +722,13 @@ impl<'a> Reader<'a> {
                 }
             }
         }
-        // Role transitions and role allows.
+        Ok(())
+    }
+
+    /// What lies between the rules and the type-attribute map: role
+    /// transitions and allows, name-based type transitions, object
+    /// contexts, genfs contexts, range transitions.
+    fn skip_labelling(&mut self, ocon_kinds: u32) -> Result<(), FormatError> {
         let role_transitions = self.count(12)?;
         let per_transition = if self.version >= VERSION_ROLETRANS {
             4
@@ -722,6 +750,11 @@ impl<'a> Reader<'a> {
             self.skip_u32s(3)?;
             self.skip_range()?;
         }
+        Ok(())
+    }
+
+    /// For each type, the attributes it holds (the type itself left out).
+    fn type_attributes(&mut self, policy: &mut KernelPolicy) -> Result<(), FormatError> {
         let types = policy.types.len();
         policy.type_attributes = Vec::with_capacity(types);
         for index in 0..types {
@@ -740,11 +773,7 @@ impl<'a> Reader<'a> {
                 .collect();
             policy.type_attributes.push(held);
         }
-        if self.at != self.bytes.len() {
-            return Err(self.error("bytes after the end of the policy"));
-        }
-        policy.check().map_err(|what| self.error(what))?;
-        Ok(policy)
+        Ok(())
     }
 
     fn common(&mut self) -> Result<(String, Vec<(u32, String)>), FormatError> {

@@ -351,7 +351,6 @@ fn both_request(
         builds: vec![checked.build(true), as_store.build(settings.expand_check)],
         first_suffices: true,
         parse_first,
-        ..sepol::Request::default()
     }
 }
 
