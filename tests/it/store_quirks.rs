@@ -791,3 +791,31 @@ fn a_secilc_that_ignores_neverallows_proves_nothing_and_is_caught() {
     );
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
 }
+
+/// A store whose built policy is cut short, or is not a policy at all:
+/// the build fails naming the file and the byte where reading stopped,
+/// without a panic and without writing outputs. Control: the same copy,
+/// whole, builds.
+#[test]
+fn a_damaged_built_policy_fails_naming_the_file_and_the_offset() {
+    let copy = copy_of(&refpolicy_store());
+    let kern = store_dir(copy.path(), "default").join("active/policy.kern");
+    let whole = fs::read(&kern).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    built(copy.path(), &dir.path().join("whole"), &[]);
+
+    for (what, bytes, expected) in [
+        ("cut", whole[..whole.len() / 2].to_vec(), "cut short"),
+        ("text", b"not a policy\n".to_vec(), "wrong magic number"),
+    ] {
+        fs::write(&kern, &bytes).unwrap();
+        let out = dir.path().join(what);
+        let output = build(copy.path(), &out, &[]);
+        let err = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{what}: {err}");
+        assert!(!err.contains("panicked"), "{what}: {err}");
+        assert!(err.contains("policy.kern: at byte"), "{what}: {err}");
+        assert!(err.contains(expected), "{what}: {err}");
+        assert!(!out.join("policy.33").exists(), "{what}: outputs written");
+    }
+}

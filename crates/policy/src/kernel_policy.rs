@@ -445,7 +445,7 @@ impl<'a> Reader<'a> {
             .at
             .checked_add(n)
             .filter(|&end| end <= self.bytes.len())
-            .ok_or_else(|| self.error(format!("truncated: {n} more bytes expected")))?;
+            .ok_or_else(|| self.error(format!("cut short: {n} more bytes expected")))?;
         let taken = &self.bytes[self.at..end];
         self.at = end;
         Ok(taken)
@@ -487,7 +487,7 @@ impl<'a> Reader<'a> {
         let left = self.bytes.len() - self.at;
         if count.saturating_mul(item_bytes) > left {
             return Err(self.error(format!(
-                "a count of {count} items does not fit in the {left} bytes left"
+                "a count of {count} items, more than the {left} bytes left can hold (cut short or damaged)"
             )));
         }
         Ok(count)
@@ -1029,7 +1029,7 @@ mod tests {
         assert_eq!(error.offset, 4);
         assert!(error.what.contains("magic"), "{error}");
         let error = KernelPolicy::parse(&[]).unwrap_err();
-        assert!(error.what.contains("truncated"), "{error}");
+        assert!(error.what.contains("cut short"), "{error}");
     }
 
     /// Debian's policy (package selinux-policy-default, in `.ci/packages`).
