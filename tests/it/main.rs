@@ -37,6 +37,7 @@ mod host_classes;
 mod k8s_cli;
 mod k8s_corpus;
 mod k8s_fuzz;
+mod kernel_policy;
 mod kubens;
 mod layering;
 mod layout_schema;
