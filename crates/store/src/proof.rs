@@ -117,23 +117,27 @@ pub(crate) fn split_failures(
         if failed.file() == module_file {
             ours.push(failed);
         } else {
-            let line = failed.at.rsplit_once(':').map_or("", |(_, line)| line);
-            let at = match inputs.iter().find(|input| input_is(input, failed.file())) {
-                Some(input)
-                    if input.path.file_name() == Some(format!("{}.cil", input.name).as_ref()) =>
-                {
-                    format!("{}.cil:{line}", input.name)
-                }
-                _ => failed.at.clone(),
-            };
-            theirs.push(StoreViolation {
-                neverallow: format!("(neverallow {} {} …)", failed.subject, failed.target),
-                rules: failed.offending.len(),
-                at,
-            });
+            theirs.push(store_violation(&failed, inputs));
         }
     }
     (ours, theirs)
+}
+
+/// A failure of a neverallow outside the layout module, named by the
+/// input it is in (a store module by its name, not by the temporary copy).
+fn store_violation(failed: &FailedNeverallow, inputs: &[Input]) -> StoreViolation {
+    let line = failed.at.rsplit_once(':').map_or("", |(_, line)| line);
+    let at = match inputs.iter().find(|input| input_is(input, failed.file())) {
+        Some(input) if input.path.file_name() == Some(format!("{}.cil", input.name).as_ref()) => {
+            format!("{}.cil:{line}", input.name)
+        }
+        _ => failed.at.clone(),
+    };
+    StoreViolation {
+        neverallow: format!("(neverallow {} {} …)", failed.subject, failed.target),
+        rules: failed.offending.len(),
+        at,
+    }
 }
 
 /// secilc's neverallow failures over store + added files with nothing
@@ -157,24 +161,22 @@ impl ColdFailures {
 }
 
 /// [`split_failures`], with the store's neverallows told apart by the
-/// files their offending rules are in: `added` are the module's and the
-/// includes'.
+/// files their offending rules are in (`added` are the module's and the
+/// includes'), in one reading of the output.
 pub(crate) fn split_cold_failures(
     output: &str,
     module_file: &std::path::Path,
     inputs: &[Input],
     added: &[&std::path::Path],
 ) -> ColdFailures {
-    let (ours, theirs) = split_failures(output, module_file, inputs);
     let module_file = module_file.display().to_string();
-    let others = secilc::violated_neverallows(output)
-        .into_iter()
-        .filter(|failed| failed.file() != module_file);
-    let mut failures = ColdFailures {
-        ours,
-        ..ColdFailures::default()
-    };
-    for (failed, mut violation) in others.zip(theirs) {
+    let mut failures = ColdFailures::default();
+    for failed in secilc::violated_neverallows(output) {
+        if failed.file() == module_file {
+            failures.ours.push(failed);
+            continue;
+        }
+        let mut violation = store_violation(&failed, inputs);
         let by_store = failed
             .offending_files()
             .filter(|file| !added.iter().any(|a| std::path::Path::new(file) == *a))
