@@ -23,10 +23,11 @@ use crate::setools::AllowLine;
 /// reader knows.
 #[derive(Debug, thiserror::Error)]
 pub enum KernelPolicyError {
-    #[error("cannot read {path}: {source}")]
+    /// The I/O error is part of the message, not a `source()`.
+    #[error("cannot read {path}: {error}")]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("{path}: {format}")]
     Format { path: PathBuf, format: FormatError },
@@ -135,9 +136,9 @@ pub struct RuleFilter<'a> {
 impl KernelPolicy {
     /// Reads the policy file at `path`.
     pub fn read(path: &Path) -> Result<KernelPolicy, KernelPolicyError> {
-        let bytes = std::fs::read(path).map_err(|source| KernelPolicyError::Io {
+        let bytes = std::fs::read(path).map_err(|error| KernelPolicyError::Io {
             path: path.to_owned(),
-            source,
+            error,
         })?;
         KernelPolicy::parse(&bytes).map_err(|format| KernelPolicyError::Format {
             path: path.to_owned(),
