@@ -692,12 +692,7 @@ impl<'a> Reader<'a> {
     /// The access vector table, then each conditional: its expression and
     /// the rules of its two branches.
     fn access_vectors(&mut self, policy: &mut KernelPolicy) -> Result<(), FormatError> {
-        let rules = self.count(12)?;
-        for _ in 0..rules {
-            if let Some(rule) = self.av_rule(None)? {
-                policy.allows.push(rule);
-            }
-        }
+        self.av_rules(None, &mut policy.allows)?;
         let conditionals = self.count(8)?;
         for index in 0..conditionals {
             let _state = self.u32()?;
@@ -715,12 +710,22 @@ impl<'a> Reader<'a> {
             }
             policy.conditions.push(expression);
             for branch in [true, false] {
-                let rules = self.count(12)?;
-                for _ in 0..rules {
-                    if let Some(rule) = self.av_rule(Some((index, branch)))? {
-                        policy.allows.push(rule);
-                    }
-                }
+                self.av_rules(Some((index, branch)), &mut policy.allows)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A counted list of access vector rules; the allow rules go to `allows`.
+    fn av_rules(
+        &mut self,
+        condition: Option<(usize, bool)>,
+        allows: &mut Vec<Allow>,
+    ) -> Result<(), FormatError> {
+        let rules = self.count(12)?;
+        for _ in 0..rules {
+            if let Some(rule) = self.av_rule(condition)? {
+                allows.push(rule);
             }
         }
         Ok(())
@@ -1101,15 +1106,7 @@ mod tests {
             )
             .unwrap()
         );
-        let classes = [
-            "dir",
-            "file",
-            "lnk_file",
-            "chr_file",
-            "blk_file",
-            "sock_file",
-            "fifo_file",
-        ];
+        let classes = crate::store_module::PROTECTED_CLASSES;
         let on_types = policy.allow_lines(&RuleFilter {
             targets: Some(&["var_log_t", "var_lib_t", third]),
             classes: Some(&classes),

@@ -89,8 +89,8 @@ impl Flags {
 }
 
 /// One compilation's inputs and the binaries wanted from it. The default
-/// is secilc's default flags, every build wanted, all
-/// inputs parsed at once.
+/// is secilc's default flags, every build wanted, all inputs parsed at
+/// once.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Request {
     pub flags: Flags,

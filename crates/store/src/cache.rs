@@ -1,9 +1,8 @@
 //! What a build learns about a store that depends on the store's content
 //! alone, kept between builds: whether our compilation of the store
 //! reproduces what it built (and which of its own neverallows it breaks).
-//! A store compiles the same way every
-//! time, so the second build against an unchanged store compiles it once
-//! (store + module), not three times.
+//! A store compiles the same way every time, so the second build against
+//! an unchanged store compiles it once (store + module), not three times.
 //!
 //! Entries are keyed by a SHA-256 of everything that decides them (the
 //! module files, the settings, the built policy, the secilc and libsepol

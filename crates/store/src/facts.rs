@@ -15,15 +15,7 @@ use policy::setools::allow_pairs;
 pub(crate) const BASE_MODULE: &str = "base";
 
 /// The file classes a protection and the reach report speak of.
-pub(crate) const FILE_CLASSES: [&str; 7] = [
-    "dir",
-    "file",
-    "lnk_file",
-    "chr_file",
-    "blk_file",
-    "sock_file",
-    "fifo_file",
-];
+pub(crate) const FILE_CLASSES: [&str; 7] = policy::store_module::PROTECTED_CLASSES;
 
 #[derive(Debug, Clone, Default)]
 pub struct Facts {
